@@ -1,0 +1,101 @@
+"""Every error code and message the fake answers with, in one place.
+
+Codes and statuses follow the wire contract (see ``contract.ERROR_STATUS``); the
+messages are this project's wording. Tests import these constants instead of
+repeating strings, so a message changes in one place.
+"""
+
+from __future__ import annotations
+
+# Error codes (the ``error`` field of every error body).
+UNAUTHORIZED = "unauthorized"
+SCOPE_DENIED = "scope_denied"
+NOT_FOUND = "not_found"
+VALIDATION_ERROR = "validation_error"
+EXTERNAL_ID_TAKEN = "external_id_taken"
+WORKSPACE_TAKEN = "workspace_taken"
+SEQ_CONFLICT = "seq_conflict"
+WORKSPACE_NOT_EMPTY = "workspace_not_empty"
+QUOTA_EXCEEDED = "quota_exceeded"
+NO_WORKSPACE = "no_workspace"
+EVIDENCE_REQUIRED = "evidence_required"
+LLM_UNAVAILABLE = "llm_unavailable"
+PAYLOAD_TOO_LARGE = "payload_too_large"
+UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+INJECTED_FAULT = "injected_fault"
+INTERNAL_ERROR = "internal_error"
+
+# 401
+MISSING_AUTH = "Missing Authorization header; send 'Authorization: Bearer sk_live_<40 hex>'."
+NOT_BEARER = "Authorization header must use the Bearer scheme: 'Bearer sk_live_<40 hex>'."
+MALFORMED_KEY = "Malformed API key: expected 'sk_live_' followed by 40 lowercase hex characters."
+UNKNOWN_KEY = "Unknown API key."
+REVOKED_KEY = "This API key has been revoked."
+CONTROL_TOKEN_REQUIRED = (
+    "Control endpoints need the control token the server printed at start "
+    "(Authorization: Bearer <control token>); API keys are not accepted here."
+)
+
+# 403
+SCOPE_DENIED_MSG = "This API key lacks the '{required}' scope (it has: {held})."
+
+# 404
+CONTEXT_NOT_FOUND = "Context {id} not found."
+EXTERNAL_NOT_FOUND = "No context with externalId {external_id!r}."
+WORKSPACE_NOT_FOUND = "Workspace {slug!r} not found."
+ROUTE_NOT_FOUND = "Route {method} {path} not found."
+TENANT_NOT_FOUND = "Tenant {id} not found."
+KEY_NOT_FOUND = "API key not found."
+
+# 400
+INVALID_BODY = "Invalid request body."
+INVALID_QUERY = "Invalid query parameters."
+INVALID_PATH = "Invalid path parameter."
+MALFORMED_JSON = "Malformed JSON body: {detail}."
+BODY_NOT_OBJECT = "Request body must be a JSON object."
+EXPECTED = "Expected {expected}, received {received}."
+REQUIRED = "Required."
+TOO_SHORT = "Must be at least {min} character(s) long."
+TOO_LONG = "Must be at most {max} character(s) long."
+TOO_MANY_BYTES = "Must be at most {max} bytes of UTF-8 (got {got})."
+TOO_MANY_ITEMS = "Must contain at most {max} item(s)."
+TOO_FEW_ITEMS = "Must contain at least {min} item(s)."
+INVALID_ENUM = "Invalid enum value. Expected {options}, received {received!r}."
+OUT_OF_RANGE = "Must be an integer between {min} and {max}."
+NOT_AN_ID = "Must be a positive integer id, got {value!r}."
+BAD_SLUG = (
+    "Workspace slug must be 1-{max} characters of lowercase letters, digits and single "
+    "hyphens, starting and ending with a letter or digit."
+)
+DUPLICATE_IN_BATCH = "externalId {external_id!r} appears more than once in this batch."
+NO_SCOPES_KNOWN = "Unknown scope {scope!r}; scopes are read, write and admin."
+UNKNOWN_PLAN = "Unknown plan {plan!r}; plans are {plans}."
+
+# 409
+EXTERNAL_ID_TAKEN_MSG = "externalId {external_id!r} is already used by context {id} in this tenant."
+WORKSPACE_TAKEN_MSG = "Workspace {slug!r} already exists."
+WORKSPACE_NOT_EMPTY_MSG = (
+    "Workspace {slug!r} still holds {count} context(s); delete them first."
+)
+
+# 402
+QUOTA_EXCEEDED_MSG = (
+    "Quota exceeded: the {plan} plan allows {limit} {resource}; this tenant has {current} "
+    "and the request would add {adding}."
+)
+
+# 413 / 415
+PAYLOAD_TOO_LARGE_MSG = "Request body is {size} bytes; the limit is {limit} bytes."
+UNSUPPORTED_MEDIA_TYPE_MSG = "Body must be sent as application/json (got {content_type!r})."
+
+# Faults and internals
+INJECTED_FAULT_MSG = "Fault injected by fake-contextq for {method} {path}."
+INTERNAL_ERROR_MSG = "Internal error in fake-contextq: {detail}"
+
+# The audit chain (raised by verify_audit_chain, not sent over HTTP)
+CHAIN_FIRST_HAS_PREV = "audit row {id}: the first row of the log must have prev_hash null"
+CHAIN_PREV_MISMATCH = (
+    "audit row {id}: prev_hash {got} does not match the hash of row {prev_id} ({expected})"
+)
+CHAIN_HASH_MISMATCH = "audit row {id}: stored hash {got} does not match its contents ({expected})"
+CHAIN_ID_ORDER = "audit row {id}: ids must increase along the chain (previous row is {prev_id})"

@@ -1,0 +1,105 @@
+"""``fake-contextq serve``: the fake as a real HTTP server for clients in any language."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from fake_contextq import __version__, contract
+from fake_contextq.auth import normalise_scopes
+from fake_contextq.control import new_control_token
+from fake_contextq.errors import ApiError
+from fake_contextq.fake import FakeContextQ
+from fake_contextq.server import bind_socket, make_server, url_for
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 38200  # the dev stack's port, so CONTEXT_API_URL's default reaches the fake
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fake-contextq", description="A strict, observable fake of ContextQ."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = commands.add_parser(
+        "serve", help="serve the fake over HTTP",
+        description="Serve the fake over HTTP. On start it creates a tenant and prints a "
+                    "read+write+admin key and the base URL.",
+    )
+    serve.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind ({DEFAULT_HOST})")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT,
+                       help=f"port to bind; 0 picks a free one ({DEFAULT_PORT})")
+    serve.add_argument("--plan", default=contract.DEFAULT_PLAN,
+                       choices=sorted(contract.PLAN_CONTEXT_QUOTAS),
+                       help="plan of the seeded tenant (free: 100 contexts)")
+    serve.add_argument("--tenant-name", default="dev", help="name of the seeded tenant")
+    serve.add_argument("--workspace", action="append", default=[], metavar="SLUG",
+                       help="create this workspace in the seeded tenant (repeatable)")
+    serve.add_argument("--key", action="append", default=[], metavar="SCOPES",
+                       help="mint another key with these comma-separated scopes, e.g. "
+                            "'read' or 'read,write'; '' for none (repeatable)")
+    serve.add_argument("--control", action="store_true",
+                       help="enable the /_fake/ control routes, guarded by a token")
+    serve.add_argument("--control-token", metavar="TOKEN",
+                       help="use this control token instead of a random one (implies "
+                            "--control)")
+    serve.add_argument("--log-level", default="warning",
+                       choices=["critical", "error", "warning", "info", "debug"])
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    return serve(args)
+
+
+def serve(args: argparse.Namespace) -> int:
+    fake = FakeContextQ()
+    try:
+        extra_scopes = [normalise_scopes(spec) for spec in args.key]
+        tenant = fake.create_tenant(args.tenant_name, args.plan)
+        for slug in args.workspace:
+            fake.create_workspace(tenant, slug)
+    except ApiError as exc:
+        print(f"fake-contextq: {exc.message} {exc.details.get('issues', '')}".rstrip(),
+              file=sys.stderr)
+        return 2
+    admin_key = fake.mint_key(tenant, ("read", "write", "admin"))
+    extra_keys = [(scopes, fake.mint_key(tenant, scopes)) for scopes in extra_scopes]
+    token = args.control_token or (new_control_token() if args.control else None)
+    app = fake.app if token is None else fake.control_app(token)
+
+    try:
+        sock = bind_socket(args.host, args.port)
+    except OSError as exc:
+        print(f"fake-contextq: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+    url = url_for(args.host, sock.getsockname()[1])
+    lines = [
+        f"fake-contextq {__version__} listening on {url} (in memory; Ctrl-C stops it)",
+        f"tenant {tenant.id} {tenant.name!r} on the {tenant.plan} plan",
+        f"CONTEXT_API_URL={url}",
+        f"CONTEXT_API_KEY={admin_key}",
+    ]
+    lines += [f"key ({', '.join(scopes) or 'no scopes'}): {key}" for scopes, key in extra_keys]
+    if token is not None:
+        lines.append(f"FAKE_CONTEXTQ_CONTROL_TOKEN={token}")
+    print("\n".join(lines), flush=True)
+
+    server = make_server(app, args.log_level)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+        fake.close()
+    print("fake-contextq stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""``FakeContextQ``: the object a test holds; it owns all its state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+import httpx2
+
+from fake_contextq import contract
+from fake_contextq.app import ASGIApp, create_app
+from fake_contextq.faults import Faults
+from fake_contextq.journal import Journal
+from fake_contextq.models import ContextQBackend
+from fake_contextq.records import ApiKey, AuditRow, Context, Tenant, Workspace
+from fake_contextq.store import Store
+from fake_contextq.transport import AsyncInProcessTransport, InProcessTransport, LoopRunner
+
+if TYPE_CHECKING:
+    from fake_contextq.server import ServedFake
+
+TenantRef = Tenant | int
+
+
+def _tenant_id(tenant: TenantRef) -> int:
+    return tenant if isinstance(tenant, int) else tenant.id
+
+
+class FakeContextQ:
+    """A strict, in-memory ContextQ: its HTTP API as an ASGI app, plus handles for tests.
+
+    Nothing is shared between instances: two fakes in one process are two installations.
+    """
+
+    base_url = "http://contextq.test"
+
+    def __init__(
+        self, *, store: Store | None = None, clock: Callable[[], datetime] | None = None
+    ) -> None:
+        self.backend = ContextQBackend(store, clock)
+        self.journal = Journal()
+        self.faults = Faults()
+        self.app: ASGIApp = create_app(self.backend, self.journal, self.faults)
+        self._runner = LoopRunner()
+
+    @property
+    def store(self) -> Store:
+        return self.backend.store
+
+    # ----- state set-up -----
+
+    def create_tenant(self, name: str | None = None, plan: str = contract.DEFAULT_PLAN) -> Tenant:
+        return self.backend.create_tenant(name, plan)
+
+    def mint_key(self, tenant: TenantRef, scopes: Iterable[str] = ("read", "write")) -> str:
+        """A new plaintext ``sk_live_`` key for the tenant; only its hash is stored."""
+        return self.backend.mint_key(_tenant_id(tenant), scopes)
+
+    def revoke_key(self, key: str) -> None:
+        self.backend.revoke_key(key)
+
+    def set_plan(self, tenant: TenantRef, plan: str) -> Tenant:
+        return self.backend.set_plan(_tenant_id(tenant), plan)
+
+    def create_workspace(
+        self, tenant: TenantRef, slug: str, name: str | None = None
+    ) -> Workspace:
+        return self.backend.add_workspace(_tenant_id(tenant), slug, name)
+
+    # ----- state for assertions -----
+
+    def tenant(self, tenant: TenantRef) -> Tenant:
+        return self.backend.tenant(_tenant_id(tenant))
+
+    def tenants(self) -> list[Tenant]:
+        return self.backend.tenants()
+
+    def keys(self, tenant: TenantRef) -> list[ApiKey]:
+        return self.backend.keys(_tenant_id(tenant))
+
+    def contexts(self, tenant: TenantRef) -> list[Context]:
+        return self.backend.contexts(_tenant_id(tenant))
+
+    def context_json(self, tenant: TenantRef) -> list[dict[str, Any]]:
+        """The tenant's contexts as the API would render them."""
+        return [contract.context_json(c) for c in self.contexts(tenant)]
+
+    def workspaces(self, tenant: TenantRef) -> list[Workspace]:
+        return self.backend.workspaces(_tenant_id(tenant))
+
+    def audit_log(self) -> list[AuditRow]:
+        """Every audit row, in chain order."""
+        return self.backend.audit_rows()
+
+    def verify_audit_chain(self) -> int:
+        """Return the number of rows of an intact chain; raise ``AuditChainError`` otherwise."""
+        return self.backend.verify_audit_chain()
+
+    def reset(self) -> None:
+        """Forget every tenant, key, row, journal entry and fault."""
+        self.backend.reset()
+        self.journal.clear()
+        self.faults.clear()
+
+    # ----- clients -----
+
+    def transport(self) -> httpx2.BaseTransport:
+        return InProcessTransport(self.app, self._runner)
+
+    def async_transport(self) -> httpx2.AsyncBaseTransport:
+        return AsyncInProcessTransport(self.app)
+
+    def client(self, api_key: str | None = None, **kwargs: Any) -> httpx2.Client:
+        """An ``httpx2.Client`` served in-process (no socket), at ``http://contextq.test``."""
+        kwargs.setdefault("base_url", self.base_url)
+        return httpx2.Client(transport=self.transport(), headers=_auth(api_key), **kwargs)
+
+    def async_client(self, api_key: str | None = None, **kwargs: Any) -> httpx2.AsyncClient:
+        kwargs.setdefault("base_url", self.base_url)
+        return httpx2.AsyncClient(
+            transport=self.async_transport(), headers=_auth(api_key), **kwargs
+        )
+
+    def control_app(self, token: str) -> ASGIApp:
+        """The API plus the ``/_fake/`` control routes, guarded by ``token``."""
+        from fake_contextq.control import mount_control
+
+        return create_app(self.backend, self.journal, self.faults,
+                          extra=lambda api: mount_control(api, self, token))
+
+    def serve(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        control_token: str | None = None,
+        ready_timeout: float = 10.0,
+    ) -> ServedFake:
+        """Serve this fake over real HTTP on a background thread (port 0: a free port).
+
+        Use it as a context manager; it returns once the server accepts connections.
+        """
+        from fake_contextq.server import ServedFake
+
+        app = self.app if control_token is None else self.control_app(control_token)
+        served = ServedFake(app, host, port, ready_timeout=ready_timeout, fake=self,
+                            control_token=control_token)
+        served.start()
+        return served
+
+    def close(self) -> None:
+        self._runner.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"<FakeContextQ: {len(self.tenants())} tenant(s), "
+                f"{len(self.journal)} request(s) served>")
+
+
+def _auth(api_key: str | None) -> dict[str, str]:
+    return {} if api_key is None else {"Authorization": f"Bearer {api_key}"}

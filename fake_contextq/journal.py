@@ -1,0 +1,121 @@
+"""Every request the fake served, in order, for assertions and for failure messages."""
+
+from __future__ import annotations
+
+import fnmatch
+import threading
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any, overload
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    method: str
+    path: str
+    query: str
+    status: int | None  # None: the connection was dropped by an injected fault
+    tenant_id: int | None  # None: the request never authenticated
+    duration: float  # seconds, measured inside the app
+    fault: bool = False  # answered (or dropped, or delayed) by an injected fault
+
+    @property
+    def target(self) -> str:
+        return f"{self.path}?{self.query}" if self.query else self.path
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        status = "dropped" if self.status is None else str(self.status)
+        return f"{self.method} {self.target} -> {status}"
+
+
+class Journal:
+    """An append-only list of ``JournalEntry``, safe to read while requests run."""
+
+    def __init__(self) -> None:
+        self._entries: list[JournalEntry] = []
+        self._lock = threading.Lock()
+
+    def record(self, entry: JournalEntry) -> None:
+        with self._lock:
+            self._entries.append(entry)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __iter__(self) -> Iterator[JournalEntry]:
+        with self._lock:
+            return iter(list(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @overload
+    def __getitem__(self, index: int) -> JournalEntry: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[JournalEntry]: ...
+    def __getitem__(self, index: int | slice) -> JournalEntry | list[JournalEntry]:
+        with self._lock:
+            return self._entries[index]
+
+    @property
+    def last(self) -> JournalEntry:
+        with self._lock:
+            if not self._entries:
+                raise LookupError("the journal is empty: no request has been served")
+            return self._entries[-1]
+
+    def filter(
+        self,
+        method: str | None = None,
+        path: str | None = None,
+        *,
+        status: int | None = None,
+        tenant_id: int | None = None,
+    ) -> list[JournalEntry]:
+        """Entries matching every given criterion; ``path`` is a glob (``*`` spans ``/``)."""
+        want_method = None if method is None else method.upper()
+        return [
+            e
+            for e in self
+            if (want_method is None or e.method == want_method)
+            and (path is None or fnmatch.fnmatchcase(e.path, path))
+            and (status is None or e.status == status)
+            and (tenant_id is None or e.tenant_id == tenant_id)
+        ]
+
+    def count(self, method: str | None = None, path: str | None = None, **kw: Any) -> int:
+        return len(self.filter(method, path, **kw))
+
+    def table(self, entries: list[JournalEntry] | None = None) -> str:
+        """A fixed-width table of the entries (all by default), one request a line."""
+        rows = list(self) if entries is None else entries
+        header = ("#", "method", "target", "status", "tenant", "ms")
+        lines = [
+            (
+                str(i),
+                e.method,
+                e.target,
+                ("dropped" if e.status is None else str(e.status)) + (" (fault)" if e.fault else ""),
+                "-" if e.tenant_id is None else str(e.tenant_id),
+                f"{e.duration * 1000:.2f}",
+            )
+            for i, e in enumerate(rows, 1)
+        ]
+        widths = [max(len(h), *(len(line[c]) for line in lines)) if lines else len(h)
+                  for c, h in enumerate(header)]
+        fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+        out = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
+        out += [fmt.format(*line) for line in lines]
+        if not lines:
+            out.append("(no requests)")
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def __repr__(self) -> str:
+        return f"<Journal of {len(self)} request(s)>"

@@ -1,0 +1,199 @@
+"""JSON Schemas of the wire shapes, derived from ``contract``, for the OpenAPI document.
+
+The routes parse bodies themselves (so errors have ContextQ's shape); these schemas
+only document them, which lets schemathesis fuzz the app from its own document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fake_contextq import contract
+
+Schema = dict[str, Any]
+
+STRING_LIST: Schema = {
+    "type": "array",
+    "maxItems": contract.MAX_TAGS,
+    "items": {"type": "string", "minLength": 1, "maxLength": contract.MAX_TAG_CHARS},
+}
+NULLABLE_SLUG: Schema = {
+    "anyOf": [
+        {"type": "string", "minLength": 1, "maxLength": contract.MAX_WORKSPACE_SLUG_CHARS},
+        {"type": "null"},
+    ]
+}
+
+
+def _context_fields(external_id_required: bool) -> Schema:
+    ext: Schema = {"type": "string", "minLength": 1, "maxLength": contract.MAX_EXTERNAL_ID_CHARS}
+    return {
+        "type": {"type": "string", "enum": list(contract.CONTEXT_TYPES)},
+        "title": {"type": "string", "minLength": 1, "maxLength": contract.MAX_TITLE_CHARS},
+        "content": {"type": "string"},
+        "tags": STRING_LIST,
+        "externalId": ext if external_id_required else {"anyOf": [ext, {"type": "null"}]},
+        "workspace": NULLABLE_SLUG,
+        "metadata": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+    }
+
+
+CONTEXT_CREATE: Schema = {
+    "type": "object",
+    "required": list(contract.CONTEXT_REQUIRED_ON_CREATE),
+    "properties": _context_fields(False),
+}
+CONTEXT_UPDATE: Schema = {"type": "object", "properties": _context_fields(False)}
+BULK_UPSERT: Schema = {
+    "type": "object",
+    "required": ["contexts"],
+    "properties": {
+        "contexts": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": contract.BULK_MAX_ITEMS,
+            "items": {
+                "type": "object",
+                "required": [*contract.CONTEXT_REQUIRED_ON_CREATE, "externalId"],
+                "properties": _context_fields(True),
+            },
+        }
+    },
+}
+SEARCH: Schema = {
+    "type": "object",
+    "required": ["query"],
+    "properties": {
+        "query": {"type": "string", "minLength": 1, "maxLength": contract.MAX_QUERY_CHARS},
+        "type": {"type": "string", "enum": list(contract.SEARCH_TYPES)},
+        "workspace": NULLABLE_SLUG,
+        "tags": STRING_LIST,
+        "limit": {"type": "integer", "minimum": 1, "maximum": contract.SEARCH_MAX_LIMIT},
+    },
+}
+WORKSPACE_CREATE: Schema = {
+    "type": "object",
+    "required": ["slug"],
+    "properties": {
+        "slug": {
+            "type": "string",
+            "pattern": f"^{contract.WORKSPACE_SLUG_RE.pattern}$",
+            "maxLength": contract.MAX_WORKSPACE_SLUG_CHARS,
+        },
+        "name": {
+            "anyOf": [
+                {"type": "string", "minLength": 1,
+                 "maxLength": contract.MAX_WORKSPACE_NAME_CHARS},
+                {"type": "null"},
+            ]
+        },
+    },
+}
+
+_TIMESTAMP: Schema = {"type": "string"}
+_SUMMARY_PROPS: Schema = {
+    "id": {"type": "integer"},
+    "workspace": {"type": ["string", "null"]},
+    "type": {"type": "string", "enum": list(contract.CONTEXT_TYPES)},
+    "title": {"type": "string"},
+    "tags": {"type": "array", "items": {"type": "string"}},
+    "externalId": {"type": ["string", "null"]},
+    "metadata": {"type": "object"},
+    "createdAt": _TIMESTAMP,
+    "updatedAt": _TIMESTAMP,
+}
+CONTEXT_SUMMARY: Schema = {
+    "type": "object",
+    "required": list(_SUMMARY_PROPS),
+    "properties": _SUMMARY_PROPS,
+    "not": {"required": ["content"]},
+}
+CONTEXT: Schema = {
+    "type": "object",
+    "required": [*_SUMMARY_PROPS, "content"],
+    "properties": {**_SUMMARY_PROPS, "content": {"type": "string"}},
+}
+PAGE: Schema = {
+    "type": "object",
+    "required": ["items", "total", "limit", "offset"],
+    "properties": {
+        "items": {"type": "array", "maxItems": contract.LIST_MAX_LIMIT, "items": CONTEXT_SUMMARY},
+        "total": {"type": "integer", "minimum": 0},
+        "limit": {"type": "integer"},
+        "offset": {"type": "integer"},
+    },
+}
+BULK_RESULT: Schema = {
+    "type": "object",
+    "required": ["created", "updated", "items"],
+    "properties": {
+        "created": {"type": "integer"},
+        "updated": {"type": "integer"},
+        "items": {"type": "array", "items": CONTEXT},
+    },
+}
+SEARCH_RESULT: Schema = {
+    "type": "object",
+    "required": ["results"],
+    "properties": {
+        "results": {
+            "type": "array",
+            "maxItems": contract.SEARCH_MAX_LIMIT,
+            "items": {
+                "type": "object",
+                "required": ["context", "score", "snippet"],
+                "properties": {
+                    "context": CONTEXT_SUMMARY,
+                    "score": {"type": "number"},
+                    "snippet": {"type": "string"},
+                },
+            },
+        }
+    },
+}
+WORKSPACE: Schema = {
+    "type": "object",
+    "required": ["id", "slug", "name", "archived", "createdAt"],
+    "properties": {
+        "id": {"type": "integer"},
+        "slug": {"type": "string"},
+        "name": {"type": "string"},
+        "archived": {"type": "boolean"},
+        "createdAt": _TIMESTAMP,
+    },
+}
+WORKSPACES: Schema = {
+    "type": "object",
+    "required": ["items"],
+    "properties": {"items": {"type": "array", "items": WORKSPACE}},
+}
+ERROR: Schema = {
+    "type": "object",
+    "required": ["error", "message"],
+    "properties": {"error": {"type": "string"}, "message": {"type": "string"}},
+}
+
+
+def json_body(schema: Schema) -> Schema:
+    return {"requestBody": {"required": True,
+                            "content": {"application/json": {"schema": schema}}}}
+
+
+def query_params(*params: tuple[str, Schema]) -> Schema:
+    return {"parameters": [{"name": n, "in": "query", "required": False, "schema": s}
+                           for n, s in params]}
+
+
+def responses(ok_status: int, ok_schema: Schema | None, *error_statuses: int) -> dict[int | str,
+                                                                                      Any]:
+    """The documented answers of one route: its success and every error it can give."""
+    out: dict[int | str, Any] = {}
+    if ok_schema is None:
+        out[ok_status] = {"description": "Done, no body."}
+    else:
+        out[ok_status] = {"description": "Success.",
+                          "content": {"application/json": {"schema": ok_schema}}}
+    for status in sorted({401, 413, 415, *error_statuses}):
+        out[status] = {"description": "Error.",
+                       "content": {"application/json": {"schema": ERROR}}}
+    return out

@@ -1,0 +1,144 @@
+"""The rows the fake stores, as immutable values.
+
+Field names are snake_case and wire-neutral; ``contract`` turns them into ContextQ's
+JSON. Records are frozen so state handed to a test for assertions cannot be changed
+behind the model's back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    id: int
+    name: str
+    plan: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    id: int
+    tenant_id: int
+    key_hash: str
+    prefix: str
+    scopes: tuple[str, ...]
+    created_at: datetime
+    revoked: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    id: int
+    tenant_id: int
+    slug: str
+    name: str
+    created_at: datetime
+    archived: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    id: int
+    tenant_id: int
+    workspace_id: int | None
+    workspace: str | None
+    type: str
+    title: str
+    content: str
+    tags: tuple[str, ...]
+    external_id: str | None
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRow:
+    id: int
+    tenant_id: int
+    actor_key_prefix: str | None
+    action: str
+    entity: str
+    entity_id: str | None
+    at: str
+    prev_hash: str | None
+    hash: str
+
+    def hashed_fields(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "tenant_id": self.tenant_id,
+            "actor_key_prefix": self.actor_key_prefix,
+            "action": self.action,
+            "entity": self.entity,
+            "entity_id": self.entity_id,
+            "at": self.at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: the tenant a key binds to, and the key's scopes."""
+
+    tenant_id: int
+    scopes: tuple[str, ...]
+    key_prefix: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ContextInput:
+    """A validated create, update or upsert item; ``None`` means 'not given'."""
+
+    type: str | None = None
+    title: str | None = None
+    content: str | None = None
+    tags: tuple[str, ...] | None = None
+    external_id: str | None = None
+    workspace: str | None = None
+    metadata: dict[str, Any] | None = None
+    given: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True, slots=True)
+class ListQuery:
+    workspace: str | None = None
+    tag: str | None = None
+    type: str | None = None
+    limit: int = 50
+    offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    query: str
+    type: str | None = None
+    workspace: str | None = None
+    tags: tuple[str, ...] = ()
+    limit: int = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: list[Context]
+    total: int
+    limit: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    context: Context
+    score: float
+    snippet: str
+
+
+@dataclass(frozen=True, slots=True)
+class BulkResult:
+    created: int
+    updated: int
+    items: list[Context]

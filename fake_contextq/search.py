@@ -1,0 +1,121 @@
+"""BM25 ranking over title, tags and content, with an incremental inverted index.
+
+ContextQ's real ranking is unknown (its search route only shows the request schema);
+BM25 with field weights is what a search over short notes most likely does, and it
+orders results sensibly: rare words count more, repeated words saturate, long
+documents do not win by size alone.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from collections.abc import Callable, Iterable
+
+TOKEN_RE = re.compile(r"\w+")
+K1 = 1.2
+B = 0.75
+FIELD_WEIGHTS = {"title": 3.0, "tags": 2.0, "content": 1.0}
+
+
+def tokenize(text: str) -> list[str]:
+    return TOKEN_RE.findall(text.lower())
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct terms of a query, in order."""
+    return list(dict.fromkeys(tokenize(query)))
+
+
+def _weighted_terms(title: str, content: str, tags: Iterable[str]) -> dict[str, float]:
+    weights: dict[str, float] = {}
+    for field, text in (("title", title), ("content", content), ("tags", " ".join(tags))):
+        w = FIELD_WEIGHTS[field]
+        for term in tokenize(text):
+            weights[term] = weights.get(term, 0.0) + w
+    return weights
+
+
+class SearchIndex:
+    """One tenant's inverted index: term -> {doc id: weighted term frequency}."""
+
+    def __init__(self) -> None:
+        self._postings: dict[str, dict[int, float]] = {}
+        self._doc_terms: dict[int, dict[str, float]] = {}
+        self._lengths: dict[int, float] = {}
+        self._total_length = 0.0
+
+    def __len__(self) -> int:
+        return len(self._lengths)
+
+    def add(self, doc_id: int, title: str, content: str, tags: Iterable[str]) -> None:
+        if doc_id in self._doc_terms:
+            self.remove(doc_id)
+        terms = _weighted_terms(title, content, tags)
+        self._doc_terms[doc_id] = terms
+        length = sum(terms.values())
+        self._lengths[doc_id] = length
+        self._total_length += length
+        for term, tf in terms.items():
+            self._postings.setdefault(term, {})[doc_id] = tf
+
+    def remove(self, doc_id: int) -> None:
+        terms = self._doc_terms.pop(doc_id, None)
+        if terms is None:
+            return
+        self._total_length -= self._lengths.pop(doc_id)
+        for term in terms:
+            posting = self._postings[term]
+            del posting[doc_id]
+            if not posting:
+                del self._postings[term]
+
+    def top(
+        self, terms: list[str], limit: int, accept: Callable[[int], bool] | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``limit`` best (doc id, score) pairs, best first, ties by lower id."""
+        n = len(self._lengths)
+        if n == 0 or not terms:
+            return []
+        avg = self._total_length / n or 1.0
+        scores: dict[int, float] = {}
+        lengths = self._lengths
+        for term in terms:
+            posting = self._postings.get(term)
+            if not posting:
+                continue
+            df = len(posting)
+            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            for doc_id, tf in posting.items():
+                norm = K1 * (1.0 - B + B * lengths[doc_id] / avg)
+                scores[doc_id] = scores.get(doc_id, 0.0) + idf * tf * (K1 + 1.0) / (tf + norm)
+        candidates: Iterable[tuple[int, float]] = scores.items()
+        if accept is not None:
+            candidates = ((d, s) for d, s in candidates if accept(d))
+        return heapq.nsmallest(limit, candidates, key=lambda pair: (-pair[1], pair[0]))
+
+
+def snippet(content: str, title: str, terms: list[str], width: int) -> str:
+    """A window of ``width`` characters around the first query term found in the content."""
+    text = " ".join(content.split())
+    if not text:
+        return " ".join(title.split())[:width]
+    start = 0
+    if terms:
+        pattern = re.compile("|".join(re.escape(t) for t in terms), re.IGNORECASE)
+        match = pattern.search(text)
+        if match:
+            start = max(0, match.start() - width // 4)
+            if start > 0:
+                space = text.rfind(" ", 0, start)
+                start = space + 1 if space >= 0 and match.start() - space < width else start
+    end = min(len(text), start + width)
+    if end - start < width:
+        start = max(0, end - width)
+    out = text[start:end]
+    if start > 0:
+        out = "…" + out
+    if end < len(text):
+        out = out + "…"
+    return out

@@ -1,0 +1,211 @@
+"""Where the model keeps its rows: a narrow interface and the in-memory implementation.
+
+The model decides every rule and calls the store only to read and write rows inside
+``transaction()``; a SQL store implements the same methods with the same meaning.
+"""
+
+from __future__ import annotations
+
+import threading
+from itertools import islice
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+from fake_contextq.records import ApiKey, AuditRow, Context, ListQuery, Tenant, Workspace
+from fake_contextq.search import SearchIndex
+
+
+class Store(Protocol):
+    """The storage the model needs; every call happens inside ``transaction()``."""
+
+    def transaction(self) -> AbstractContextManager[object]: ...
+    def next_id(self, kind: str) -> int: ...
+    def reset(self) -> None: ...
+
+    def put_tenant(self, tenant: Tenant) -> None: ...
+    def tenant(self, tenant_id: int) -> Tenant | None: ...
+    def tenants(self) -> list[Tenant]: ...
+
+    def put_key(self, key: ApiKey) -> None: ...
+    def key_by_hash(self, key_hash: str) -> ApiKey | None: ...
+    def keys(self, tenant_id: int) -> list[ApiKey]: ...
+
+    def put_workspace(self, workspace: Workspace) -> None: ...
+    def workspace(self, tenant_id: int, slug: str) -> Workspace | None: ...
+    def workspaces(self, tenant_id: int) -> list[Workspace]: ...
+    def delete_workspace(self, workspace: Workspace) -> None: ...
+
+    def put_context(self, context: Context) -> None: ...
+    def context(self, tenant_id: int, context_id: int) -> Context | None: ...
+    def context_by_external(self, tenant_id: int, external_id: str) -> Context | None: ...
+    def delete_context(self, context: Context) -> None: ...
+    def count_contexts(self, tenant_id: int, workspace_id: int | None = None) -> int: ...
+    def list_contexts(
+        self, tenant_id: int, query: ListQuery, workspace_id: int | None
+    ) -> tuple[list[Context], int]: ...
+    def search(
+        self,
+        tenant_id: int,
+        terms: list[str],
+        limit: int,
+        accept: Callable[[Context], bool] | None,
+    ) -> list[tuple[Context, float]]: ...
+
+    def last_audit(self) -> AuditRow | None: ...
+    def append_audit(self, row: AuditRow) -> None: ...
+    def audit_rows(self) -> list[AuditRow]: ...
+
+
+class _TenantRows:
+    __slots__ = ("by_external", "contexts", "index", "keys", "workspaces")
+
+    def __init__(self) -> None:
+        self.contexts: dict[int, Context] = {}  # insertion order is id order
+        self.by_external: dict[str, int] = {}
+        self.workspaces: dict[str, Workspace] = {}
+        self.keys: list[ApiKey] = []
+        self.index = SearchIndex()
+
+
+class MemoryStore:
+    """Dicts behind one re-entrant lock; the fastest store, for unit tests."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.reset()
+
+    def transaction(self) -> AbstractContextManager[object]:
+        return self._lock
+
+    def reset(self) -> None:
+        with self._lock:
+            self._ids: dict[str, int] = {}
+            self._tenants: dict[int, Tenant] = {}
+            self._rows: dict[int, _TenantRows] = {}
+            self._keys: dict[str, ApiKey] = {}
+            self._audit: list[AuditRow] = []
+
+    def next_id(self, kind: str) -> int:
+        value = self._ids.get(kind, 0) + 1
+        self._ids[kind] = value
+        return value
+
+    # tenants and keys
+
+    def put_tenant(self, tenant: Tenant) -> None:
+        self._tenants[tenant.id] = tenant
+        self._rows.setdefault(tenant.id, _TenantRows())
+
+    def tenant(self, tenant_id: int) -> Tenant | None:
+        return self._tenants.get(tenant_id)
+
+    def tenants(self) -> list[Tenant]:
+        return list(self._tenants.values())
+
+    def put_key(self, key: ApiKey) -> None:
+        rows = self._rows[key.tenant_id]
+        rows.keys = [k for k in rows.keys if k.id != key.id] + [key]
+        rows.keys.sort(key=lambda k: k.id)
+        self._keys[key.key_hash] = key
+
+    def key_by_hash(self, key_hash: str) -> ApiKey | None:
+        return self._keys.get(key_hash)
+
+    def keys(self, tenant_id: int) -> list[ApiKey]:
+        return list(self._rows[tenant_id].keys)
+
+    # workspaces
+
+    def put_workspace(self, workspace: Workspace) -> None:
+        self._rows[workspace.tenant_id].workspaces[workspace.slug] = workspace
+
+    def workspace(self, tenant_id: int, slug: str) -> Workspace | None:
+        return self._rows[tenant_id].workspaces.get(slug)
+
+    def workspaces(self, tenant_id: int) -> list[Workspace]:
+        return sorted(self._rows[tenant_id].workspaces.values(), key=lambda w: w.id)
+
+    def delete_workspace(self, workspace: Workspace) -> None:
+        del self._rows[workspace.tenant_id].workspaces[workspace.slug]
+
+    # contexts
+
+    def put_context(self, context: Context) -> None:
+        rows = self._rows[context.tenant_id]
+        old = rows.contexts.get(context.id)
+        if old is not None and old.external_id is not None:
+            del rows.by_external[old.external_id]
+        rows.contexts[context.id] = context
+        if context.external_id is not None:
+            rows.by_external[context.external_id] = context.id
+        if (
+            old is None
+            or old.title != context.title
+            or old.content != context.content
+            or old.tags != context.tags
+        ):
+            rows.index.add(context.id, context.title, context.content, context.tags)
+
+    def context(self, tenant_id: int, context_id: int) -> Context | None:
+        return self._rows[tenant_id].contexts.get(context_id)
+
+    def context_by_external(self, tenant_id: int, external_id: str) -> Context | None:
+        rows = self._rows[tenant_id]
+        context_id = rows.by_external.get(external_id)
+        return None if context_id is None else rows.contexts[context_id]
+
+    def delete_context(self, context: Context) -> None:
+        rows = self._rows[context.tenant_id]
+        del rows.contexts[context.id]
+        if context.external_id is not None:
+            del rows.by_external[context.external_id]
+        rows.index.remove(context.id)
+
+    def count_contexts(self, tenant_id: int, workspace_id: int | None = None) -> int:
+        contexts = self._rows[tenant_id].contexts
+        if workspace_id is None:
+            return len(contexts)
+        return sum(1 for c in contexts.values() if c.workspace_id == workspace_id)
+
+    def list_contexts(
+        self, tenant_id: int, query: ListQuery, workspace_id: int | None
+    ) -> tuple[list[Context], int]:
+        contexts = self._rows[tenant_id].contexts
+        if query.workspace is None and query.tag is None and query.type is None:
+            total = len(contexts)
+            if query.offset >= total:
+                return [], total
+            page = islice(contexts.values(), query.offset, query.offset + query.limit)
+            return list(page), total
+        matches = [
+            c
+            for c in contexts.values()
+            if (query.workspace is None or c.workspace_id == workspace_id)
+            and (query.tag is None or query.tag in c.tags)
+            and (query.type is None or c.type == query.type)
+        ]
+        return matches[query.offset : query.offset + query.limit], len(matches)
+
+    def search(
+        self,
+        tenant_id: int,
+        terms: list[str],
+        limit: int,
+        accept: Callable[[Context], bool] | None,
+    ) -> list[tuple[Context, float]]:
+        rows = self._rows[tenant_id]
+        contexts = rows.contexts
+        doc_filter = None if accept is None else (lambda doc_id: accept(contexts[doc_id]))
+        return [(contexts[d], s) for d, s in rows.index.top(terms, limit, doc_filter)]
+
+    # audit
+
+    def last_audit(self) -> AuditRow | None:
+        return self._audit[-1] if self._audit else None
+
+    def append_audit(self, row: AuditRow) -> None:
+        self._audit.append(row)
+
+    def audit_rows(self) -> list[AuditRow]:
+        return list(self._audit)
