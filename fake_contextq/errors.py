@@ -34,6 +34,12 @@ class ValidationFailed(ApiError):
         super().__init__(_msgs.VALIDATION_ERROR, message, issues=issues)
         self.issues = issues
 
+    def __str__(self) -> str:
+        listed = "; ".join(
+            f"{i['path']}: {i['message']}" if i["path"] else i["message"] for i in self.issues
+        )
+        return f"{self.message} {listed}" if listed else self.message
+
 
 class AuditChainError(AssertionError):
     """Raised by ``verify_audit_chain`` at the first row that breaks the chain."""

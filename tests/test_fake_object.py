@@ -1,0 +1,220 @@
+"""The FakeContextQ object: journal, faults, reset, isolation, and its clients."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import httpx2
+import pytest
+
+from fake_contextq import FakeContextQ, Tenant
+from tests.conftest import context_body
+
+
+# ----- journal -----
+
+
+def test_journal_records_every_request_in_order(
+    client: httpx2.Client, fake: FakeContextQ, tenant: Tenant
+) -> None:
+    client.post("/api/contexts", json=context_body())
+    client.get("/api/contexts", params={"limit": 5})
+    with fake.client() as anonymous:
+        anonymous.get("/api/contexts")
+    entries = list(fake.journal)
+    assert [(e.method, e.path, e.status) for e in entries] == [
+        ("POST", "/api/contexts", 201), ("GET", "/api/contexts", 200),
+        ("GET", "/api/contexts", 401)]
+    assert entries[1].query == "limit=5"
+    assert [e.tenant_id for e in entries] == [tenant.id, tenant.id, None]
+    assert all(e.duration > 0 for e in entries)
+    assert fake.journal.last is entries[-1]
+
+
+def test_journal_filters_and_prints_a_table(client: httpx2.Client, fake: FakeContextQ) -> None:
+    client.post("/api/contexts", json=context_body())
+    client.get("/api/contexts/1")
+    client.get("/api/contexts/2")
+    assert len(fake.journal.filter("GET", "/api/contexts/*")) == 2
+    assert fake.journal.count(status=404) == 1
+    assert fake.journal.count(method="post") == 1
+    table = fake.journal.table()
+    lines = table.splitlines()
+    assert lines[0].split() == ["#", "method", "target", "status", "tenant", "ms"]
+    assert "GET     /api/contexts/2" in table and "404" in lines[-1]
+    assert str(fake.journal) == table
+
+
+def test_an_empty_journal_says_so(fake: FakeContextQ) -> None:
+    assert "(no requests)" in fake.journal.table()
+    with pytest.raises(LookupError, match="empty"):
+        _ = fake.journal.last
+
+
+# ----- faults -----
+
+
+def test_a_fault_answers_with_its_status_the_given_number_of_times(
+    client: httpx2.Client, fake: FakeContextQ
+) -> None:
+    fault = fake.faults.inject("GET", "/api/contexts", status=503, times=2)
+    assert [client.get("/api/contexts").status_code for _ in range(3)] == [503, 503, 200]
+    assert fault.hits == 2
+    assert len(fake.faults) == 0
+    first = fake.journal[0]
+    assert first.fault and first.status == 503
+
+
+def test_fault_paths_are_globs_and_methods_filter(
+    client: httpx2.Client, fake: FakeContextQ
+) -> None:
+    fake.faults.inject("DELETE", "/api/contexts/*", status=500, times=None)
+    client.post("/api/contexts", json=context_body())
+    assert client.get("/api/contexts/1").status_code == 200
+    assert client.delete("/api/contexts/1").status_code == 500
+    assert client.delete("/api/contexts/1").status_code == 500
+    fake.faults.clear()
+    assert client.delete("/api/contexts/1").status_code == 204
+
+
+def test_a_fault_body_is_json_in_contract_shape(client: httpx2.Client, fake: FakeContextQ) -> None:
+    fake.faults.inject("*", "/api/search", status=502)
+    body = client.post("/api/search", json={"query": "x"}).json()
+    assert body["error"] == "injected_fault"
+    assert "POST /api/search" in body["message"]
+
+
+def test_a_dropped_connection_is_a_transport_error(
+    client: httpx2.Client, fake: FakeContextQ
+) -> None:
+    fake.faults.inject("GET", "/api/contexts", drop=True)
+    with pytest.raises(httpx2.RemoteProtocolError, match="disconnected"):
+        client.get("/api/contexts")
+    assert fake.journal.last.status is None
+    assert client.get("/api/contexts").status_code == 200
+
+
+def test_a_delay_beyond_the_read_timeout_is_a_read_timeout(
+    fake: FakeContextQ, key: str
+) -> None:
+    fake.faults.inject("GET", "/api/contexts", delay=0.5)
+    with fake.client(key, timeout=0.05) as c:
+        started = time.perf_counter()
+        with pytest.raises(httpx2.ReadTimeout):
+            c.get("/api/contexts")
+        assert time.perf_counter() - started < 0.4
+
+
+def test_a_delay_within_the_timeout_just_slows_the_answer(
+    client: httpx2.Client, fake: FakeContextQ
+) -> None:
+    fake.faults.inject("GET", "/api/contexts", delay=0.05)
+    started = time.perf_counter()
+    assert client.get("/api/contexts").status_code == 200
+    assert time.perf_counter() - started >= 0.05
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({}, "at least one of"),
+    ({"status": 700}, "HTTP status code"),
+    ({"status": 500, "drop": True}, "cannot both"),
+    ({"delay": -1}, "delay must be"),
+    ({"status": 500, "times": 0}, "times must be"),
+])
+def test_bad_faults_are_refused(fake: FakeContextQ, kwargs: dict[str, object],
+                                message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        fake.faults.inject("GET", "/api/contexts", **kwargs)  # type: ignore[arg-type]
+
+
+# ----- state -----
+
+
+def test_reset_forgets_everything(client: httpx2.Client, fake: FakeContextQ) -> None:
+    client.post("/api/contexts", json=context_body())
+    fake.faults.inject("GET", "/x", status=500)
+    fake.reset()
+    assert fake.tenants() == []
+    assert fake.audit_log() == []
+    assert len(fake.faults) == 0
+    assert client.get("/api/contexts").status_code == 401  # the key went with its tenant
+    assert len(fake.journal) == 1
+
+
+def test_two_fakes_share_nothing() -> None:
+    with FakeContextQ() as a, FakeContextQ() as b:
+        key = a.mint_key(a.create_tenant(), ("read", "write"))
+        with a.client(key) as c:
+            c.post("/api/contexts", json=context_body())
+        with b.client(key) as c:
+            assert c.get("/api/contexts").status_code == 401
+        assert b.tenants() == [] and len(b.journal) == 1 and len(a.journal) == 1
+
+
+def test_state_is_readable_for_assertions(
+    client: httpx2.Client, fake: FakeContextQ, tenant: Tenant
+) -> None:
+    fake.create_workspace(tenant, "ws", "Work space")
+    client.post("/api/contexts", json=context_body(workspace="ws", tags=["a"]))
+    [context] = fake.contexts(tenant)
+    assert (context.workspace, context.tags) == ("ws", ("a",))
+    with pytest.raises(AttributeError):
+        context.title = "changed"  # type: ignore[misc]
+    assert fake.context_json(tenant)[0]["workspace"] == "ws"
+    assert [w.name for w in fake.workspaces(tenant)] == ["Work space"]
+    assert "1 tenant(s)" in repr(fake)
+
+
+# ----- clients -----
+
+
+def test_the_sync_client_works_inside_a_running_event_loop(
+    fake: FakeContextQ, key: str
+) -> None:
+    async def main() -> int:
+        with fake.client(key) as c:  # a sync tool called from async code
+            return c.post("/api/contexts", json=context_body()).status_code
+
+    assert asyncio.run(main()) == 201
+
+
+def test_the_async_client(fake: FakeContextQ, key: str) -> None:
+    async def main() -> list[int]:
+        async with fake.async_client(key) as c:
+            made = await c.post("/api/contexts", json=context_body(externalId="a/b"))
+            got = await c.get("/api/contexts/by-external/a%2Fb")
+            return [made.status_code, got.status_code]
+
+    assert asyncio.run(main()) == [201, 200]
+
+
+def test_sync_clients_on_many_threads(fake: FakeContextQ, key: str) -> None:
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            with fake.client(key) as c:
+                for i in range(10):
+                    assert c.post("/api/contexts/bulk-upsert", json={"contexts": [
+                        context_body(externalId=f"{worker}-{i}")]}
+                    ).status_code == 200
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    fake.set_plan(1, "unlimited")
+    assert len(fake.contexts(1)) == 40
+    assert fake.verify_audit_chain() == 40
+
+
+def test_the_openapi_document_is_served(client: httpx2.Client) -> None:
+    doc = client.get("/openapi.json").json()
+    assert "/api/contexts/by-external/{external_id}" in doc["paths"]
+    assert not any(p.startswith("/_fake") for p in doc["paths"])
