@@ -6,11 +6,12 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
-    "default", deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.register_profile(
-    "ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True,
+    "ci",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
     print_blob=True,
 )
 settings.load_profile("ci" if os.environ.get("CI") else "default")

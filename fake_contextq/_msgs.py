@@ -74,9 +74,7 @@ UNKNOWN_PLAN = "Unknown plan {plan!r}; plans are {plans}."
 # 409
 EXTERNAL_ID_TAKEN_MSG = "externalId {external_id!r} is already used by context {id} in this tenant."
 WORKSPACE_TAKEN_MSG = "Workspace {slug!r} already exists."
-WORKSPACE_NOT_EMPTY_MSG = (
-    "Workspace {slug!r} still holds {count} context(s); delete them first."
-)
+WORKSPACE_NOT_EMPTY_MSG = "Workspace {slug!r} still holds {count} context(s); delete them first."
 
 # 402
 QUOTA_EXCEEDED_MSG = (

@@ -120,17 +120,16 @@ class Reader:
                 return None
         return value
 
-    def enum(
-        self, name: str, options: Collection[str], *, required: bool = False
-    ) -> str | None:
+    def enum(self, name: str, options: Collection[str], *, required: bool = False) -> str | None:
         present, value = self._get(name, required)
         if not present:
             return None
         if not isinstance(value, str) or value not in options:
             self.issues.add(
                 (*self.base, name),
-                _msgs.INVALID_ENUM.format(options=" | ".join(repr(o) for o in options),
-                                          received=value),
+                _msgs.INVALID_ENUM.format(
+                    options=" | ".join(repr(o) for o in options), received=value
+                ),
             )
             return None
         return value
@@ -179,8 +178,6 @@ class Reader:
             self._expect(name, "integer", value)
             return None
         if not minimum <= value <= maximum:
-            self.issues.add(
-                (*self.base, name), _msgs.OUT_OF_RANGE.format(min=minimum, max=maximum)
-            )
+            self.issues.add((*self.base, name), _msgs.OUT_OF_RANGE.format(min=minimum, max=maximum))
             return None
         return value

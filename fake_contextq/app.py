@@ -58,14 +58,18 @@ async def read_body(request: Request) -> bytes:
     if body:
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media != contract.JSON_MEDIA_TYPE:
-            raise ApiError(_msgs.UNSUPPORTED_MEDIA_TYPE,
-                           _msgs.UNSUPPORTED_MEDIA_TYPE_MSG.format(content_type=media))
+            raise ApiError(
+                _msgs.UNSUPPORTED_MEDIA_TYPE,
+                _msgs.UNSUPPORTED_MEDIA_TYPE_MSG.format(content_type=media),
+            )
     return body
 
 
 def _too_large(size: int) -> ApiError:
-    return ApiError(_msgs.PAYLOAD_TOO_LARGE,
-                    _msgs.PAYLOAD_TOO_LARGE_MSG.format(size=size, limit=contract.MAX_BODY_BYTES))
+    return ApiError(
+        _msgs.PAYLOAD_TOO_LARGE,
+        _msgs.PAYLOAD_TOO_LARGE_MSG.format(size=size, limit=contract.MAX_BODY_BYTES),
+    )
 
 
 def external_id_from(request: Request) -> str:
@@ -75,9 +79,9 @@ def external_id_from(request: Request) -> str:
     if isinstance(raw, bytes | bytearray):
         raw_path = raw.decode("latin-1").split("?", 1)[0]
         if raw_path.startswith(BY_EXTERNAL_PREFIX):
-            return unquote(raw_path[len(BY_EXTERNAL_PREFIX):], errors="strict")
+            return unquote(raw_path[len(BY_EXTERNAL_PREFIX) :], errors="strict")
     path: str = request.scope["path"]
-    return path[len(BY_EXTERNAL_PREFIX):]
+    return path[len(BY_EXTERNAL_PREFIX) :]
 
 
 def create_app(
@@ -106,81 +110,130 @@ def create_app(
 
     @api.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> Response:
-        issues = [{"path": contract.issue_path([str(p) for p in e.get("loc", ())[1:]]),
-                   "message": str(e.get("msg", ""))} for e in exc.errors()]
-        return json_response(400, contract.error_body(_msgs.VALIDATION_ERROR,
-                                                      _msgs.INVALID_QUERY, {"issues": issues}))
+        issues = [
+            {
+                "path": contract.issue_path([str(p) for p in e.get("loc", ())[1:]]),
+                "message": str(e.get("msg", "")),
+            }
+            for e in exc.errors()
+        ]
+        return json_response(
+            400,
+            contract.error_body(_msgs.VALIDATION_ERROR, _msgs.INVALID_QUERY, {"issues": issues}),
+        )
 
     @api.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> Response:
         if exc.status_code in (404, 405):
-            return json_response(contract.UNKNOWN_ROUTE_STATUS, contract.error_body(
-                _msgs.NOT_FOUND,
-                _msgs.ROUTE_NOT_FOUND.format(method=request.method, path=request.url.path)))
-        return json_response(exc.status_code, contract.error_body(
-            _msgs.INTERNAL_ERROR if exc.status_code >= 500 else _msgs.VALIDATION_ERROR,
-            str(exc.detail)))
+            return json_response(
+                contract.UNKNOWN_ROUTE_STATUS,
+                contract.error_body(
+                    _msgs.NOT_FOUND,
+                    _msgs.ROUTE_NOT_FOUND.format(method=request.method, path=request.url.path),
+                ),
+            )
+        return json_response(
+            exc.status_code,
+            contract.error_body(
+                _msgs.INTERNAL_ERROR if exc.status_code >= 500 else _msgs.VALIDATION_ERROR,
+                str(exc.detail),
+            ),
+        )
 
     @api.exception_handler(Exception)
     async def _crash(_: Request, exc: Exception) -> Response:
-        return json_response(500, contract.error_body(
-            _msgs.INTERNAL_ERROR, _msgs.INTERNAL_ERROR_MSG.format(detail=type(exc).__name__)))
+        return json_response(
+            500,
+            contract.error_body(
+                _msgs.INTERNAL_ERROR, _msgs.INTERNAL_ERROR_MSG.format(detail=type(exc).__name__)
+            ),
+        )
 
     # ----- contexts -----
 
-    @api.post("/api/contexts", status_code=201, tags=["contexts"],
-              openapi_extra=oa.json_body(oa.CONTEXT_CREATE),
-              responses=oa.responses(201, oa.CONTEXT, 400, 402, 403, 409))
+    @api.post(
+        "/api/contexts",
+        status_code=201,
+        tags=["contexts"],
+        openapi_extra=oa.json_body(oa.CONTEXT_CREATE),
+        responses=oa.responses(201, oa.CONTEXT, 400, 402, 403, 409),
+    )
     async def create_context(request: Request) -> Response:
         p = principal(request)
-        return json_response(201, contract.context_json(
-            backend.create_context(p, await read_body(request))))
+        return json_response(
+            201, contract.context_json(backend.create_context(p, await read_body(request)))
+        )
 
-    @api.get("/api/contexts", tags=["contexts"],
-             openapi_extra=oa.query_params(
-                 ("workspace", {"type": "string"}),
-                 ("tag", {"type": "string"}),
-                 ("type", {"type": "string", "enum": list(contract.CONTEXT_TYPES)}),
-                 ("limit", {"type": "integer", "minimum": 1,
-                            "maximum": contract.LIST_MAX_LIMIT}),
-                 ("offset", {"type": "integer", "minimum": 0})),
-             responses=oa.responses(200, oa.PAGE, 400, 403))
+    @api.get(
+        "/api/contexts",
+        tags=["contexts"],
+        openapi_extra=oa.query_params(
+            ("workspace", {"type": "string"}),
+            ("tag", {"type": "string"}),
+            ("type", {"type": "string", "enum": list(contract.CONTEXT_TYPES)}),
+            ("limit", {"type": "integer", "minimum": 1, "maximum": contract.LIST_MAX_LIMIT}),
+            ("offset", {"type": "integer", "minimum": 0}),
+        ),
+        responses=oa.responses(200, oa.PAGE, 400, 403),
+    )
     async def list_contexts(request: Request) -> Response:
         p = principal(request)
-        return json_response(200, contract.page_json(
-            backend.list_contexts(p, request.query_params)))
+        return json_response(
+            200, contract.page_json(backend.list_contexts(p, request.query_params))
+        )
 
-    @api.post("/api/contexts/bulk-upsert", tags=["contexts"],
-              openapi_extra=oa.json_body(oa.BULK_UPSERT),
-              responses=oa.responses(200, oa.BULK_RESULT, 400, 402, 403))
+    @api.post(
+        "/api/contexts/bulk-upsert",
+        tags=["contexts"],
+        openapi_extra=oa.json_body(oa.BULK_UPSERT),
+        responses=oa.responses(200, oa.BULK_RESULT, 400, 402, 403),
+    )
     async def bulk_upsert(request: Request) -> Response:
         p = principal(request)
-        return json_response(200, contract.bulk_json(
-            backend.bulk_upsert(p, await read_body(request))))
+        return json_response(
+            200, contract.bulk_json(backend.bulk_upsert(p, await read_body(request)))
+        )
 
-    @api.get("/api/contexts/by-external/{external_id:path}", tags=["contexts"],
-             responses=oa.responses(200, oa.CONTEXT, 400, 403, 404))
+    @api.get(
+        "/api/contexts/by-external/{external_id:path}",
+        tags=["contexts"],
+        responses=oa.responses(200, oa.CONTEXT, 400, 403, 404),
+    )
     async def get_by_external(request: Request, external_id: str) -> Response:  # noqa: ARG001
         p = principal(request)
-        return json_response(200, contract.context_json(
-            backend.get_context_by_external(p, external_id_from(request))))
+        return json_response(
+            200,
+            contract.context_json(backend.get_context_by_external(p, external_id_from(request))),
+        )
 
-    @api.get("/api/contexts/{context_id}", tags=["contexts"],
-             responses=oa.responses(200, oa.CONTEXT, 400, 403, 404))
+    @api.get(
+        "/api/contexts/{context_id}",
+        tags=["contexts"],
+        responses=oa.responses(200, oa.CONTEXT, 400, 403, 404),
+    )
     async def get_context(request: Request, context_id: str) -> Response:
         p = principal(request)
         return json_response(200, contract.context_json(backend.get_context(p, context_id)))
 
-    @api.put("/api/contexts/{context_id}", tags=["contexts"],
-             openapi_extra=oa.json_body(oa.CONTEXT_UPDATE),
-             responses=oa.responses(200, oa.CONTEXT, 400, 403, 404, 409))
+    @api.put(
+        "/api/contexts/{context_id}",
+        tags=["contexts"],
+        openapi_extra=oa.json_body(oa.CONTEXT_UPDATE),
+        responses=oa.responses(200, oa.CONTEXT, 400, 403, 404, 409),
+    )
     async def update_context(request: Request, context_id: str) -> Response:
         p = principal(request)
-        return json_response(200, contract.context_json(
-            backend.update_context(p, context_id, await read_body(request))))
+        return json_response(
+            200,
+            contract.context_json(backend.update_context(p, context_id, await read_body(request))),
+        )
 
-    @api.delete("/api/contexts/{context_id}", status_code=204, tags=["contexts"],
-                responses=oa.responses(204, None, 400, 403, 404))
+    @api.delete(
+        "/api/contexts/{context_id}",
+        status_code=204,
+        tags=["contexts"],
+        responses=oa.responses(204, None, 400, 403, 404),
+    )
     async def delete_context(request: Request, context_id: str) -> Response:
         p = principal(request)
         backend.delete_context(p, context_id)
@@ -188,28 +241,41 @@ def create_app(
 
     # ----- workspaces -----
 
-    @api.get("/api/workspaces", tags=["workspaces"],
-             responses=oa.responses(200, oa.WORKSPACES, 403))
+    @api.get(
+        "/api/workspaces", tags=["workspaces"], responses=oa.responses(200, oa.WORKSPACES, 403)
+    )
     async def list_workspaces(request: Request) -> Response:
         p = principal(request)
         return json_response(200, contract.workspaces_json(backend.list_workspaces(p)))
 
-    @api.post("/api/workspaces", status_code=201, tags=["workspaces"],
-              openapi_extra=oa.json_body(oa.WORKSPACE_CREATE),
-              responses=oa.responses(201, oa.WORKSPACE, 400, 403, 409))
+    @api.post(
+        "/api/workspaces",
+        status_code=201,
+        tags=["workspaces"],
+        openapi_extra=oa.json_body(oa.WORKSPACE_CREATE),
+        responses=oa.responses(201, oa.WORKSPACE, 400, 403, 409),
+    )
     async def create_workspace(request: Request) -> Response:
         p = principal(request)
-        return json_response(201, contract.workspace_json(
-            backend.create_workspace(p, await read_body(request))))
+        return json_response(
+            201, contract.workspace_json(backend.create_workspace(p, await read_body(request)))
+        )
 
-    @api.post("/api/workspaces/{slug}/archive", tags=["workspaces"],
-              responses=oa.responses(200, oa.WORKSPACE, 403, 404))
+    @api.post(
+        "/api/workspaces/{slug}/archive",
+        tags=["workspaces"],
+        responses=oa.responses(200, oa.WORKSPACE, 403, 404),
+    )
     async def archive_workspace(request: Request, slug: str) -> Response:
         p = principal(request)
         return json_response(200, contract.workspace_json(backend.archive_workspace(p, slug)))
 
-    @api.delete("/api/workspaces/{slug}", status_code=204, tags=["workspaces"],
-                responses=oa.responses(204, None, 403, 404, 409))
+    @api.delete(
+        "/api/workspaces/{slug}",
+        status_code=204,
+        tags=["workspaces"],
+        responses=oa.responses(204, None, 403, 404, 409),
+    )
     async def delete_workspace(request: Request, slug: str) -> Response:
         p = principal(request)
         backend.delete_workspace(p, slug)
@@ -217,12 +283,15 @@ def create_app(
 
     # ----- search -----
 
-    @api.post("/api/search", tags=["search"], openapi_extra=oa.json_body(oa.SEARCH),
-              responses=oa.responses(200, oa.SEARCH_RESULT, 400, 403))
+    @api.post(
+        "/api/search",
+        tags=["search"],
+        openapi_extra=oa.json_body(oa.SEARCH),
+        responses=oa.responses(200, oa.SEARCH_RESULT, 400, 403),
+    )
     async def search(request: Request) -> Response:
         p = principal(request)
-        return json_response(200, contract.search_json(
-            backend.search(p, await read_body(request))))
+        return json_response(200, contract.search_json(backend.search(p, await read_body(request))))
 
     if extra is not None:
         extra(api)
@@ -267,24 +336,31 @@ class Observed:
                 if fault.status is not None:
                     body = contract.error_body(
                         _msgs.INJECTED_FAULT,
-                        _msgs.INJECTED_FAULT_MSG.format(method=method, path=path))
-                    await observe({"type": "http.response.start", "status": fault.status,
-                                   "headers": _JSON_HEADERS})
-                    await send({"type": "http.response.body",
-                                "body": json.dumps(body).encode()})
+                        _msgs.INJECTED_FAULT_MSG.format(method=method, path=path),
+                    )
+                    await observe(
+                        {
+                            "type": "http.response.start",
+                            "status": fault.status,
+                            "headers": _JSON_HEADERS,
+                        }
+                    )
+                    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
                     return
             await self.app(scope, receive, observe)
         finally:
             query = scope.get("query_string", b"")
-            self.journal.record(JournalEntry(
-                method=method,
-                path=path,
-                query=query.decode("latin-1") if isinstance(query, bytes) else str(query),
-                status=status,
-                tenant_id=state.get("tenant_id"),
-                duration=time.perf_counter() - started,
-                fault=fault is not None,
-            ))
+            self.journal.record(
+                JournalEntry(
+                    method=method,
+                    path=path,
+                    query=query.decode("latin-1") if isinstance(query, bytes) else str(query),
+                    status=status,
+                    tenant_id=state.get("tenant_id"),
+                    duration=time.perf_counter() - started,
+                    fault=fault is not None,
+                )
+            )
 
 
 async def _drop_connection(send: Send) -> None:

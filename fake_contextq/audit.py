@@ -54,15 +54,21 @@ def verify_chain(rows: Iterable[AuditRow]) -> int:
                 raise AuditChainError(row.id, _msgs.CHAIN_FIRST_HAS_PREV.format(id=row.id))
         else:
             if row.id <= prev.id:
-                raise AuditChainError(row.id, _msgs.CHAIN_ID_ORDER.format(id=row.id,
-                                                                          prev_id=prev.id))
+                raise AuditChainError(
+                    row.id, _msgs.CHAIN_ID_ORDER.format(id=row.id, prev_id=prev.id)
+                )
             if row.prev_hash != prev.hash:
-                raise AuditChainError(row.id, _msgs.CHAIN_PREV_MISMATCH.format(
-                    id=row.id, got=row.prev_hash, prev_id=prev.id, expected=prev.hash))
+                raise AuditChainError(
+                    row.id,
+                    _msgs.CHAIN_PREV_MISMATCH.format(
+                        id=row.id, got=row.prev_hash, prev_id=prev.id, expected=prev.hash
+                    ),
+                )
         expected = contract.audit_hash(row.prev_hash, row.hashed_fields())
         if row.hash != expected:
-            raise AuditChainError(row.id, _msgs.CHAIN_HASH_MISMATCH.format(
-                id=row.id, got=row.hash, expected=expected))
+            raise AuditChainError(
+                row.id, _msgs.CHAIN_HASH_MISMATCH.format(id=row.id, got=row.hash, expected=expected)
+            )
         prev = row
         count += 1
     return count

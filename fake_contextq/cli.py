@@ -24,29 +24,53 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = commands.add_parser(
-        "serve", help="serve the fake over HTTP",
+        "serve",
+        help="serve the fake over HTTP",
         description="Serve the fake over HTTP. On start it creates a tenant and prints a "
-                    "read+write+admin key and the base URL.",
+        "read+write+admin key and the base URL.",
     )
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind ({DEFAULT_HOST})")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT,
-                       help=f"port to bind; 0 picks a free one ({DEFAULT_PORT})")
-    serve.add_argument("--plan", default=contract.DEFAULT_PLAN,
-                       choices=sorted(contract.PLAN_CONTEXT_QUOTAS),
-                       help="plan of the seeded tenant (free: 100 contexts)")
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"port to bind; 0 picks a free one ({DEFAULT_PORT})",
+    )
+    serve.add_argument(
+        "--plan",
+        default=contract.DEFAULT_PLAN,
+        choices=sorted(contract.PLAN_CONTEXT_QUOTAS),
+        help="plan of the seeded tenant (free: 100 contexts)",
+    )
     serve.add_argument("--tenant-name", default="dev", help="name of the seeded tenant")
-    serve.add_argument("--workspace", action="append", default=[], metavar="SLUG",
-                       help="create this workspace in the seeded tenant (repeatable)")
-    serve.add_argument("--key", action="append", default=[], metavar="SCOPES",
-                       help="mint another key with these comma-separated scopes, e.g. "
-                            "'read' or 'read,write'; '' for none (repeatable)")
-    serve.add_argument("--control", action="store_true",
-                       help="enable the /_fake/ control routes, guarded by a token")
-    serve.add_argument("--control-token", metavar="TOKEN",
-                       help="use this control token instead of a random one (implies "
-                            "--control)")
-    serve.add_argument("--log-level", default="warning",
-                       choices=["critical", "error", "warning", "info", "debug"])
+    serve.add_argument(
+        "--workspace",
+        action="append",
+        default=[],
+        metavar="SLUG",
+        help="create this workspace in the seeded tenant (repeatable)",
+    )
+    serve.add_argument(
+        "--key",
+        action="append",
+        default=[],
+        metavar="SCOPES",
+        help="mint another key with these comma-separated scopes, e.g. "
+        "'read' or 'read,write'; '' for none (repeatable)",
+    )
+    serve.add_argument(
+        "--control",
+        action="store_true",
+        help="enable the /_fake/ control routes, guarded by a token",
+    )
+    serve.add_argument(
+        "--control-token",
+        metavar="TOKEN",
+        help="use this control token instead of a random one (implies --control)",
+    )
+    serve.add_argument(
+        "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
+    )
     return parser
 
 
@@ -63,8 +87,10 @@ def serve(args: argparse.Namespace) -> int:
         for slug in args.workspace:
             fake.create_workspace(tenant, slug)
     except ApiError as exc:
-        print(f"fake-contextq: {exc.message} {exc.details.get('issues', '')}".rstrip(),
-              file=sys.stderr)
+        print(
+            f"fake-contextq: {exc.message} {exc.details.get('issues', '')}".rstrip(),
+            file=sys.stderr,
+        )
         return 2
     admin_key = fake.mint_key(tenant, ("read", "write", "admin"))
     extra_keys = [(scopes, fake.mint_key(tenant, scopes)) for scopes in extra_scopes]
@@ -74,8 +100,10 @@ def serve(args: argparse.Namespace) -> int:
     try:
         sock = bind_socket(args.host, args.port)
     except OSError as exc:
-        print(f"fake-contextq: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
-              file=sys.stderr)
+        print(
+            f"fake-contextq: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return 1
     url = url_for(args.host, sock.getsockname()[1])
     lines = [

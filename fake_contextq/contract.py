@@ -97,10 +97,23 @@ QUOTA_RESOURCE_CONTEXTS: Final = "contexts"
 # --- Contexts ------------------------------------------------------------------------------------
 
 CONTEXT_TYPES: Final = (  # [seed] the 9 types create accepts
-    "reference", "feedback", "project", "incident", "lesson", "user", "synthesis", "map", "moc",
+    "reference",
+    "feedback",
+    "project",
+    "incident",
+    "lesson",
+    "user",
+    "synthesis",
+    "map",
+    "moc",
 )
 SEARCH_TYPES: Final = (  # [seed] the 6 types POST /api/search accepts as a filter
-    "reference", "feedback", "project", "incident", "lesson", "user",
+    "reference",
+    "feedback",
+    "project",
+    "incident",
+    "lesson",
+    "user",
 )
 LIST_MAX_LIMIT: Final = 500  # [seed] a list page holds at most 500 rows
 LIST_DEFAULT_LIMIT: Final = 50  # [assumed]
@@ -146,7 +159,13 @@ def timestamp(at: datetime) -> str:
 # --- Audit log ---------------------------------------------------------------------------------
 
 AUDIT_HASHED_FIELDS: Final = (  # [assumed] the fields covered by a row's hash
-    "id", "tenant_id", "actor_key_prefix", "action", "entity", "entity_id", "at",
+    "id",
+    "tenant_id",
+    "actor_key_prefix",
+    "action",
+    "entity",
+    "entity_id",
+    "at",
 )
 
 
@@ -191,13 +210,20 @@ def _read_context_fields(
         min_len=1,
         max_len=MAX_EXTERNAL_ID_CHARS,
     )
-    workspace = reader.string("workspace", nullable=True, min_len=1,
-                              max_len=MAX_WORKSPACE_SLUG_CHARS)
+    workspace = reader.string(
+        "workspace", nullable=True, min_len=1, max_len=MAX_WORKSPACE_SLUG_CHARS
+    )
     metadata = reader.mapping("metadata", nullable=True)
     given = frozenset(name for name in CONTEXT_FIELDS if reader.has(name))
     return r.ContextInput(
-        type=type_, title=title, content=content, tags=tags, external_id=external_id,
-        workspace=workspace, metadata=metadata, given=given,
+        type=type_,
+        title=title,
+        content=content,
+        tags=tags,
+        external_id=external_id,
+        workspace=workspace,
+        metadata=metadata,
+        given=given,
     )
 
 
@@ -222,8 +248,10 @@ def parse_bulk_body(raw: bytes | Mapping[str, Any]) -> list[r.ContextInput]:
     if reader.ok and "contexts" not in reader.obj:
         issues.add(("contexts",), _msgs.REQUIRED)
     elif reader.ok and not isinstance(value, list):
-        issues.add(("contexts",), _msgs.EXPECTED.format(
-            expected="array", received=_validate.json_type_name(value)))
+        issues.add(
+            ("contexts",),
+            _msgs.EXPECTED.format(expected="array", received=_validate.json_type_name(value)),
+        )
     elif isinstance(value, list):
         if not value:
             issues.add(("contexts",), _msgs.TOO_FEW_ITEMS.format(min=1))
@@ -234,12 +262,15 @@ def parse_bulk_body(raw: bytes | Mapping[str, Any]) -> list[r.ContextInput]:
             for i, item in enumerate(value):
                 parsed = _read_context_fields(
                     _validate.Reader(item, issues, ("contexts", i)),
-                    create=True, require_external_id=True,
+                    create=True,
+                    require_external_id=True,
                 )
                 if parsed.external_id is not None:
                     if parsed.external_id in seen:
-                        issues.add(("contexts", i, "externalId"), _msgs.DUPLICATE_IN_BATCH.format(
-                            external_id=parsed.external_id))
+                        issues.add(
+                            ("contexts", i, "externalId"),
+                            _msgs.DUPLICATE_IN_BATCH.format(external_id=parsed.external_id),
+                        )
                     seen.add(parsed.external_id)
                 items.append(parsed)
     issues.check()
@@ -247,7 +278,11 @@ def parse_bulk_body(raw: bytes | Mapping[str, Any]) -> list[r.ContextInput]:
 
 
 def _query_int(
-    params: Mapping[str, str], name: str, default: int, minimum: int, maximum: int,
+    params: Mapping[str, str],
+    name: str,
+    default: int,
+    minimum: int,
+    maximum: int,
     issues: _validate.Issues,
 ) -> int:
     raw = params.get(name)
@@ -268,14 +303,21 @@ def parse_list_query(params: Mapping[str, str]) -> r.ListQuery:
     issues = _validate.Issues(_msgs.INVALID_QUERY)
     type_ = params.get("type")
     if type_ is not None and type_ not in CONTEXT_TYPES:
-        issues.add(("type",), _msgs.INVALID_ENUM.format(
-            options=" | ".join(repr(o) for o in CONTEXT_TYPES), received=type_))
+        issues.add(
+            ("type",),
+            _msgs.INVALID_ENUM.format(
+                options=" | ".join(repr(o) for o in CONTEXT_TYPES), received=type_
+            ),
+        )
     limit = _query_int(params, "limit", LIST_DEFAULT_LIMIT, 1, LIST_MAX_LIMIT, issues)
     offset = _query_int(params, "offset", 0, 0, 2**31 - 1, issues)
     issues.check()
     return r.ListQuery(
-        workspace=params.get("workspace"), tag=params.get("tag"), type=type_,
-        limit=limit, offset=offset,
+        workspace=params.get("workspace"),
+        tag=params.get("tag"),
+        type=type_,
+        limit=limit,
+        offset=offset,
     )
 
 
@@ -286,14 +328,18 @@ def parse_search_body(raw: bytes | Mapping[str, Any]) -> r.SearchQuery:
     reader = _validate.Reader(obj, issues)
     query = reader.string("query", required=True, min_len=1, max_len=MAX_QUERY_CHARS)
     type_ = reader.enum("type", SEARCH_TYPES)
-    workspace = reader.string("workspace", nullable=True, min_len=1,
-                              max_len=MAX_WORKSPACE_SLUG_CHARS)
+    workspace = reader.string(
+        "workspace", nullable=True, min_len=1, max_len=MAX_WORKSPACE_SLUG_CHARS
+    )
     tags = reader.string_list("tags", max_items=MAX_TAGS, max_item_len=MAX_TAG_CHARS)
     limit = reader.integer("limit", minimum=1, maximum=SEARCH_MAX_LIMIT)
     issues.check()
     assert query is not None
     return r.SearchQuery(
-        query=query, type=type_, workspace=workspace, tags=tags or (),
+        query=query,
+        type=type_,
+        workspace=workspace,
+        tags=tags or (),
         limit=SEARCH_DEFAULT_LIMIT if limit is None else limit,
     )
 

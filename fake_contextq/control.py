@@ -27,8 +27,12 @@ def new_control_token() -> str:
 
 def _tenant_json(fake: FakeContextQ, tenant_id: int) -> dict[str, Any]:
     t = fake.tenant(tenant_id)
-    return {"id": t.id, "name": t.name, "plan": t.plan,
-            "createdAt": contract.timestamp(t.created_at)}
+    return {
+        "id": t.id,
+        "name": t.name,
+        "plan": t.plan,
+        "createdAt": contract.timestamp(t.created_at),
+    }
 
 
 async def _object(request: Request) -> Reader:
@@ -87,8 +91,14 @@ def mount_control(api: FastAPI, fake: FakeContextQ, token: str) -> None:
         scopes = body.string_list("scopes", max_items=3, max_item_len=10)
         body.issues.check()
         key = fake.mint_key(tenant_id(tid), ("read", "write") if scopes is None else scopes)
-        return json_response(201, {"key": key, "prefix": contract.key_display_prefix(key),
-                                    "scopes": list(scopes or ("read", "write"))})
+        return json_response(
+            201,
+            {
+                "key": key,
+                "prefix": contract.key_display_prefix(key),
+                "scopes": list(scopes or ("read", "write")),
+            },
+        )
 
     @api.post("/_fake/tenants/{tid}/workspaces", **opts)
     async def create_workspace(request: Request, tid: str) -> Response:
@@ -142,21 +152,26 @@ def mount_control(api: FastAPI, fake: FakeContextQ, token: str) -> None:
         status = body.integer("status", minimum=100, maximum=599)
         delay = body.obj.get("delay")
         if delay is not None and (isinstance(delay, bool) or not isinstance(delay, int | float)):
-            body.issues.add(("delay",), _msgs.EXPECTED.format(expected="number",
-                                                              received=type(delay).__name__))
+            body.issues.add(
+                ("delay",), _msgs.EXPECTED.format(expected="number", received=type(delay).__name__)
+            )
         drop = body.obj.get("drop", False)
         if not isinstance(drop, bool):
-            body.issues.add(("drop",), _msgs.EXPECTED.format(expected="boolean",
-                                                             received=type(drop).__name__))
-        times = body.obj["times"] if "times" in body.obj else 1
+            body.issues.add(
+                ("drop",), _msgs.EXPECTED.format(expected="boolean", received=type(drop).__name__)
+            )
+        times = body.obj.get("times", 1)
         if times is not None and (isinstance(times, bool) or not isinstance(times, int)):
-            body.issues.add(("times",), _msgs.EXPECTED.format(expected="integer or null",
-                                                              received=type(times).__name__))
+            body.issues.add(
+                ("times",),
+                _msgs.EXPECTED.format(expected="integer or null", received=type(times).__name__),
+            )
         body.issues.check()
         assert method is not None and path is not None
         try:
-            fault = fake.faults.inject(method, path, status=status, delay=delay, drop=drop,
-                                       times=times)
+            fault = fake.faults.inject(
+                method, path, status=status, delay=delay, drop=drop, times=times
+            )
         except ValueError as exc:
             body.issues.add(("",), str(exc))
             body.issues.check()
@@ -172,8 +187,10 @@ def mount_control(api: FastAPI, fake: FakeContextQ, token: str) -> None:
     @api.get("/_fake/audit", **opts)
     async def audit_log(request: Request) -> Response:
         guard(request)
-        rows = [{**row.hashed_fields(), "prev_hash": row.prev_hash, "hash": row.hash}
-                for row in fake.audit_log()]
+        rows = [
+            {**row.hashed_fields(), "prev_hash": row.prev_hash, "hash": row.hash}
+            for row in fake.audit_log()
+        ]
         return json_response(200, {"items": rows})
 
     @api.post("/_fake/audit/verify", **opts)
@@ -182,7 +199,13 @@ def mount_control(api: FastAPI, fake: FakeContextQ, token: str) -> None:
         try:
             rows = fake.verify_audit_chain()
         except AuditChainError as exc:
-            return json_response(409, {"ok": False, "error": "audit_chain_broken",
-                                       "rowId": exc.row_id, "message": exc.reason})
+            return json_response(
+                409,
+                {
+                    "ok": False,
+                    "error": "audit_chain_broken",
+                    "rowId": exc.row_id,
+                    "message": exc.reason,
+                },
+            )
         return json_response(200, {"ok": True, "rows": rows})
-

@@ -64,9 +64,7 @@ class FakeContextQ:
     def set_plan(self, tenant: TenantRef, plan: str) -> Tenant:
         return self.backend.set_plan(_tenant_id(tenant), plan)
 
-    def create_workspace(
-        self, tenant: TenantRef, slug: str, name: str | None = None
-    ) -> Workspace:
+    def create_workspace(self, tenant: TenantRef, slug: str, name: str | None = None) -> Workspace:
         return self.backend.add_workspace(_tenant_id(tenant), slug, name)
 
     # ----- state for assertions -----
@@ -127,8 +125,12 @@ class FakeContextQ:
         """The API plus the ``/_fake/`` control routes, guarded by ``token``."""
         from fake_contextq.control import mount_control
 
-        return create_app(self.backend, self.journal, self.faults,
-                          extra=lambda api: mount_control(api, self, token))
+        return create_app(
+            self.backend,
+            self.journal,
+            self.faults,
+            extra=lambda api: mount_control(api, self, token),
+        )
 
     def serve(
         self,
@@ -145,8 +147,9 @@ class FakeContextQ:
         from fake_contextq.server import ServedFake
 
         app = self.app if control_token is None else self.control_app(control_token)
-        served = ServedFake(app, host, port, ready_timeout=ready_timeout, fake=self,
-                            control_token=control_token)
+        served = ServedFake(
+            app, host, port, ready_timeout=ready_timeout, fake=self, control_token=control_token
+        )
         served.start()
         return served
 
@@ -157,14 +160,18 @@ class FakeContextQ:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         self.close()
 
     def __repr__(self) -> str:
-        return (f"<FakeContextQ: {len(self.tenants())} tenant(s), "
-                f"{len(self.journal)} request(s) served>")
+        return (
+            f"<FakeContextQ: {len(self.tenants())} tenant(s), "
+            f"{len(self.journal)} request(s) served>"
+        )
 
 
 def _auth(api_key: str | None) -> dict[str, str]:

@@ -30,8 +30,13 @@ class Fault:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "method": self.method, "path": self.path, "status": self.status,
-            "delay": self.delay, "drop": self.drop, "times": self.times, "hits": self.hits,
+            "method": self.method,
+            "path": self.path,
+            "status": self.status,
+            "delay": self.delay,
+            "drop": self.drop,
+            "times": self.times,
+            "hits": self.hits,
         }
 
 
@@ -68,8 +73,9 @@ class Faults:
         if times is not None and (isinstance(times, bool) or times < 1):
             raise ValueError(f"times must be a positive count or None (always), got {times!r}")
         if not path.startswith("/"):
-            raise ValueError(f"path must be a glob over request paths starting with '/', "
-                             f"got {path!r}")
+            raise ValueError(
+                f"path must be a glob over request paths starting with '/', got {path!r}"
+            )
         fault = Fault(method.upper(), path, status, delay, drop, times)
         with self._lock:
             self._faults.append(fault)

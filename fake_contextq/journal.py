@@ -99,14 +99,17 @@ class Journal:
                 str(i),
                 e.method,
                 e.target,
-                ("dropped" if e.status is None else str(e.status)) + (" (fault)" if e.fault else ""),
+                ("dropped" if e.status is None else str(e.status))
+                + (" (fault)" if e.fault else ""),
                 "-" if e.tenant_id is None else str(e.tenant_id),
                 f"{e.duration * 1000:.2f}",
             )
             for i, e in enumerate(rows, 1)
         ]
-        widths = [max(len(h), *(len(line[c]) for line in lines)) if lines else len(h)
-                  for c, h in enumerate(header)]
+        widths = [
+            max(len(h), *(len(line[c]) for line in lines)) if lines else len(h)
+            for c, h in enumerate(header)
+        ]
         fmt = "  ".join(f"{{:<{w}}}" for w in widths)
         out = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
         out += [fmt.format(*line) for line in lines]

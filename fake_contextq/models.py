@@ -68,14 +68,16 @@ class ContextQBackend:
         plaintext = auth.new_key()
         with self.store.transaction():
             self.tenant(tenant_id)
-            self.store.put_key(r.ApiKey(
-                id=self.store.next_id("api_key"),
-                tenant_id=tenant_id,
-                key_hash=contract.hash_key(plaintext),
-                prefix=contract.key_display_prefix(plaintext),
-                scopes=held,
-                created_at=self.clock(),
-            ))
+            self.store.put_key(
+                r.ApiKey(
+                    id=self.store.next_id("api_key"),
+                    tenant_id=tenant_id,
+                    key_hash=contract.hash_key(plaintext),
+                    prefix=contract.key_display_prefix(plaintext),
+                    scopes=held,
+                    created_at=self.clock(),
+                )
+            )
         return plaintext
 
     def revoke_key(self, plaintext: str) -> None:
@@ -104,9 +106,7 @@ class ContextQBackend:
         with self.store.transaction():
             self.tenant(tenant_id)
             total = self.store.count_contexts(tenant_id)
-            rows, _ = self.store.list_contexts(
-                tenant_id, r.ListQuery(limit=max(total, 1)), None
-            )
+            rows, _ = self.store.list_contexts(tenant_id, r.ListQuery(limit=max(total, 1)), None)
             return rows
 
     def workspaces(self, tenant_id: int) -> list[r.Workspace]:
@@ -212,8 +212,9 @@ class ContextQBackend:
             quota.ensure_room(self._plan(p), self.store.count_contexts(p.tenant_id), adding)
             out: list[r.Context] = []
             for item, old in zip(items, existing, strict=True):
-                context = self._new_context(p.tenant_id, item) if old is None else self._apply(
-                    old, item)
+                context = (
+                    self._new_context(p.tenant_id, item) if old is None else self._apply(old, item)
+                )
                 self.store.put_context(context)
                 out.append(context)
             self._audit(p, contract.AuditAction.CONTEXT_BULK_UPSERT, "context", None)
@@ -233,8 +234,7 @@ class ContextQBackend:
             accept = _search_filter(query, workspace_id)
             ranked = self.store.search(p.tenant_id, terms, query.limit, accept)
         return [
-            r.SearchHit(c, score, snippet(c.content, c.title, terms,
-                                          contract.SEARCH_SNIPPET_CHARS))
+            r.SearchHit(c, score, snippet(c.content, c.title, terms, contract.SEARCH_SNIPPET_CHARS))
             for c, score in ranked
         ]
 
@@ -267,9 +267,11 @@ class ContextQBackend:
             ws = self._workspace(p.tenant_id, slug)
             held = self.store.count_contexts(p.tenant_id, ws.id)
             if held:
-                raise ApiError(_msgs.WORKSPACE_NOT_EMPTY,
-                               _msgs.WORKSPACE_NOT_EMPTY_MSG.format(slug=slug, count=held),
-                               contexts=held)
+                raise ApiError(
+                    _msgs.WORKSPACE_NOT_EMPTY,
+                    _msgs.WORKSPACE_NOT_EMPTY_MSG.format(slug=slug, count=held),
+                    contexts=held,
+                )
             self.store.delete_workspace(ws)
             self._audit(p, contract.AuditAction.WORKSPACE_DELETE, "workspace", ws.slug)
 

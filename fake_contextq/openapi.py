@@ -82,8 +82,7 @@ WORKSPACE_CREATE: Schema = {
         },
         "name": {
             "anyOf": [
-                {"type": "string", "minLength": 1,
-                 "maxLength": contract.MAX_WORKSPACE_NAME_CHARS},
+                {"type": "string", "minLength": 1, "maxLength": contract.MAX_WORKSPACE_NAME_CHARS},
                 {"type": "null"},
             ]
         },
@@ -175,25 +174,29 @@ ERROR: Schema = {
 
 
 def json_body(schema: Schema) -> Schema:
-    return {"requestBody": {"required": True,
-                            "content": {"application/json": {"schema": schema}}}}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
 def query_params(*params: tuple[str, Schema]) -> Schema:
-    return {"parameters": [{"name": n, "in": "query", "required": False, "schema": s}
-                           for n, s in params]}
+    return {
+        "parameters": [
+            {"name": n, "in": "query", "required": False, "schema": s} for n, s in params
+        ]
+    }
 
 
-def responses(ok_status: int, ok_schema: Schema | None, *error_statuses: int) -> dict[int | str,
-                                                                                      Any]:
+def responses(
+    ok_status: int, ok_schema: Schema | None, *error_statuses: int
+) -> dict[int | str, Any]:
     """The documented answers of one route: its success and every error it can give."""
     out: dict[int | str, Any] = {}
     if ok_schema is None:
         out[ok_status] = {"description": "Done, no body."}
     else:
-        out[ok_status] = {"description": "Success.",
-                          "content": {"application/json": {"schema": ok_schema}}}
+        out[ok_status] = {
+            "description": "Success.",
+            "content": {"application/json": {"schema": ok_schema}},
+        }
     for status in sorted({401, 413, 415, *error_statuses}):
-        out[status] = {"description": "Error.",
-                       "content": {"application/json": {"schema": ERROR}}}
+        out[status] = {"description": "Error.", "content": {"application/json": {"schema": ERROR}}}
     return out

@@ -8,8 +8,16 @@ from fake_contextq.errors import ApiError, ValidationFailed
 
 def check_plan(plan: str) -> str:
     if plan not in contract.PLAN_CONTEXT_QUOTAS:
-        raise ValidationFailed([{"path": "plan", "message": _msgs.UNKNOWN_PLAN.format(
-            plan=plan, plans=", ".join(contract.PLAN_CONTEXT_QUOTAS))}])
+        raise ValidationFailed(
+            [
+                {
+                    "path": "plan",
+                    "message": _msgs.UNKNOWN_PLAN.format(
+                        plan=plan, plans=", ".join(contract.PLAN_CONTEXT_QUOTAS)
+                    ),
+                }
+            ]
+        )
     return plan
 
 
@@ -24,9 +32,13 @@ def ensure_room(plan: str, current: int, adding: int) -> None:
         return
     raise ApiError(
         _msgs.QUOTA_EXCEEDED,
-        _msgs.QUOTA_EXCEEDED_MSG.format(plan=plan, limit=limit,
-                                        resource=contract.QUOTA_RESOURCE_CONTEXTS,
-                                        current=current, adding=adding),
+        _msgs.QUOTA_EXCEEDED_MSG.format(
+            plan=plan,
+            limit=limit,
+            resource=contract.QUOTA_RESOURCE_CONTEXTS,
+            current=current,
+            adding=adding,
+        ),
         resource=contract.QUOTA_RESOURCE_CONTEXTS,
         limit=limit,
         plan=plan,

@@ -81,8 +81,10 @@ class ServedFake:
         self._server = make_server(self.app)
         # uvicorn installs signal handlers only on the main thread; a thread has none.
         self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]},
-            name=f"fake-contextq-server:{self.port}", daemon=True,
+            target=self._server.run,
+            kwargs={"sockets": [self._sock]},
+            name=f"fake-contextq-server:{self.port}",
+            daemon=True,
         )
         self._thread.start()
         deadline = time.monotonic() + self.ready_timeout
@@ -112,7 +114,9 @@ class ServedFake:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         self.stop()

@@ -7,9 +7,9 @@ The model decides every rule and calls the store only to read and write rows ins
 from __future__ import annotations
 
 import threading
-from itertools import islice
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from itertools import islice
 from typing import Protocol
 
 from fake_contextq.records import ApiKey, AuditRow, Context, ListQuery, Tenant, Workspace

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import pairwise
 
 import httpx2
 import pytest
@@ -29,10 +30,16 @@ def test_writes_append_chained_rows_and_reads_do_not(
     rows = fake.audit_log()
     A = contract.AuditAction
     assert [r.action for r in rows] == [
-        A.CONTEXT_CREATE, A.CONTEXT_UPDATE, A.CONTEXT_BULK_UPSERT, A.WORKSPACE_CREATE,
-        A.WORKSPACE_ARCHIVE, A.WORKSPACE_DELETE, A.CONTEXT_DELETE]
+        A.CONTEXT_CREATE,
+        A.CONTEXT_UPDATE,
+        A.CONTEXT_BULK_UPSERT,
+        A.WORKSPACE_CREATE,
+        A.WORKSPACE_ARCHIVE,
+        A.WORKSPACE_DELETE,
+        A.CONTEXT_DELETE,
+    ]
     assert rows[0].prev_hash is None
-    assert all(b.prev_hash == a.hash for a, b in zip(rows, rows[1:], strict=False))
+    assert all(b.prev_hash == a.hash for a, b in pairwise(rows))
     assert {r.tenant_id for r in rows} == {tenant.id}
     assert {r.actor_key_prefix for r in rows} == {key[:12]}
     assert rows[0].entity_id == str(created["id"])
@@ -64,11 +71,14 @@ def test_the_hash_follows_the_contract_formula(client: httpx2.Client, fake: Fake
     assert second.hash == contract.audit_hash(first.hash, second.hashed_fields())
 
 
-@pytest.mark.parametrize(("field", "value", "reason"), [
-    ("action", "context.delete", "does not match its contents"),
-    ("tenant_id", 99, "does not match its contents"),
-    ("prev_hash", "0" * 64, "does not match the hash of row"),
-])
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("action", "context.delete", "does not match its contents"),
+        ("tenant_id", 99, "does not match its contents"),
+        ("prev_hash", "0" * 64, "does not match the hash of row"),
+    ],
+)
 def test_verify_catches_a_tampered_row(
     client: httpx2.Client, fake: FakeContextQ, field: str, value: object, reason: str
 ) -> None:

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from fake_contextq import FakeContextQ, Tenant
-from fake_contextq import _msgs
+from fake_contextq import FakeContextQ, Tenant, _msgs
 from tests.conftest import context_body
 
 # (method, path, json body, scope the contract requires)
@@ -46,11 +45,17 @@ def seeded(fake: FakeContextQ, tenant: Tenant) -> FakeContextQ:
     return fake
 
 
-@pytest.mark.parametrize(("method", "path", "body", "required"), ROUTES,
-                         ids=[f"{m} {p}" for m, p, _, _ in ROUTES])
+@pytest.mark.parametrize(
+    ("method", "path", "body", "required"), ROUTES, ids=[f"{m} {p}" for m, p, _, _ in ROUTES]
+)
 @pytest.mark.parametrize("scopes", KEY_SCOPES, ids=lambda s: "+".join(s) or "none")
 def test_scope_matrix(
-    seeded: FakeContextQ, tenant: Tenant, method: str, path: str, body: Any, required: str,
+    seeded: FakeContextQ,
+    tenant: Tenant,
+    method: str,
+    path: str,
+    body: Any,
+    required: str,
     scopes: tuple[str, ...],
 ) -> None:
     key = seeded.mint_key(tenant, scopes)
@@ -63,8 +68,9 @@ def test_scope_matrix(
         assert response.json()["required"] == required
 
 
-@pytest.mark.parametrize(("method", "path", "body", "required"), ROUTES,
-                         ids=[f"{m} {p}" for m, p, _, _ in ROUTES])
+@pytest.mark.parametrize(
+    ("method", "path", "body", "required"), ROUTES, ids=[f"{m} {p}" for m, p, _, _ in ROUTES]
+)
 def test_every_route_needs_a_key(
     seeded: FakeContextQ, method: str, path: str, body: Any, required: str
 ) -> None:
@@ -127,8 +133,9 @@ def test_minting_with_an_unknown_scope_is_refused(fake: FakeContextQ, tenant: Te
 
 def test_the_401_comes_before_validation(fake: FakeContextQ) -> None:
     with fake.client() as c:
-        response = c.post("/api/contexts", content=b"{not json", headers={
-            "content-type": "application/json"})
+        response = c.post(
+            "/api/contexts", content=b"{not json", headers={"content-type": "application/json"}
+        )
     assert response.status_code == 401
 
 

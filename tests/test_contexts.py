@@ -13,8 +13,17 @@ from fake_contextq import FakeContextQ, Tenant, contract
 from tests.conftest import context_body
 
 MakeContext = Callable[..., dict[str, Any]]
-SUMMARY_KEYS = {"id", "workspace", "type", "title", "tags", "externalId", "metadata",
-                "createdAt", "updatedAt"}
+SUMMARY_KEYS = {
+    "id",
+    "workspace",
+    "type",
+    "title",
+    "tags",
+    "externalId",
+    "metadata",
+    "createdAt",
+    "updatedAt",
+}
 
 
 def external_segment(external_id: str) -> str:
@@ -41,9 +50,18 @@ def test_create_answers_201_with_the_whole_context(
     client: httpx2.Client, fake: FakeContextQ, tenant: Tenant
 ) -> None:
     fake.create_workspace(tenant, "acme")
-    response = client.post("/api/contexts", json=context_body(
-        title="Prefs", content="Likes TypeScript.", tags=["mem-tool", "x"], externalId="e-1",
-        workspace="acme", metadata={"bytes": 17}, unknownField="ignored"))
+    response = client.post(
+        "/api/contexts",
+        json=context_body(
+            title="Prefs",
+            content="Likes TypeScript.",
+            tags=["mem-tool", "x"],
+            externalId="e-1",
+            workspace="acme",
+            metadata={"bytes": 17},
+            unknownField="ignored",
+        ),
+    )
     assert response.status_code == 201
     body = response.json()
     assert set(body) == SUMMARY_KEYS | {"content"}
@@ -90,7 +108,11 @@ def test_unknown_workspace_on_create_is_silently_null(client: httpx2.Client) -> 
     ],
 )
 def test_create_validation_names_the_field(
-    client: httpx2.Client, fake: FakeContextQ, tenant: Tenant, body: dict[str, Any], path: str,
+    client: httpx2.Client,
+    fake: FakeContextQ,
+    tenant: Tenant,
+    body: dict[str, Any],
+    path: str,
     fragment: str,
 ) -> None:
     issues = issues_of(client.post("/api/contexts", json=body))
@@ -106,22 +128,27 @@ def test_all_issues_are_reported_at_once(client: httpx2.Client) -> None:
 
 @pytest.mark.parametrize("raw", [b"{", b"[1,2", b"nul", b"\xff\xfe", b""])
 def test_malformed_json_is_a_400(client: httpx2.Client, raw: bytes) -> None:
-    response = client.post("/api/contexts", content=raw,
-                           headers={"content-type": "application/json"})
+    response = client.post(
+        "/api/contexts", content=raw, headers={"content-type": "application/json"}
+    )
     issues = issues_of(response)
     assert "Malformed JSON" in issues[""]
 
 
 @pytest.mark.parametrize("raw", [b"[]", b"3", b'"s"', b"null"])
 def test_a_body_that_is_not_an_object_is_a_400(client: httpx2.Client, raw: bytes) -> None:
-    issues = issues_of(client.post("/api/contexts", content=raw,
-                                   headers={"content-type": "application/json"}))
+    issues = issues_of(
+        client.post("/api/contexts", content=raw, headers={"content-type": "application/json"})
+    )
     assert issues[""].startswith("Expected object")
 
 
 def test_a_body_that_is_not_json_is_a_415(client: httpx2.Client) -> None:
-    response = client.post("/api/contexts", content=b"type=reference",
-                           headers={"content-type": "application/x-www-form-urlencoded"})
+    response = client.post(
+        "/api/contexts",
+        content=b"type=reference",
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
     assert response.status_code == 415
     assert response.json()["error"] == "unsupported_media_type"
 
@@ -139,8 +166,9 @@ def test_content_over_one_mebibyte_is_refused_whole(
 
 def test_a_body_over_the_request_limit_is_a_413(client: httpx2.Client) -> None:
     huge = b'{"x":"' + b"a" * contract.MAX_BODY_BYTES + b'"}'
-    response = client.post("/api/contexts", content=huge,
-                           headers={"content-type": "application/json"})
+    response = client.post(
+        "/api/contexts", content=huge, headers={"content-type": "application/json"}
+    )
     assert response.status_code == 413
     assert response.json()["error"] == "payload_too_large"
 
@@ -148,10 +176,25 @@ def test_a_body_over_the_request_limit_is_a_413(client: httpx2.Client) -> None:
 # ----- external ids -----
 
 
-@pytest.mark.parametrize("external_id", [
-    "mem-tool:acme/notes/today.md", "a/b/c", "with space", "100%", "a%2Fb", "colon:s",
-    "ünïcødé/日本語", "q?x=1#frag", "/leading", "trailing/", "a//b", "+plus+", ".", "..",
-])
+@pytest.mark.parametrize(
+    "external_id",
+    [
+        "mem-tool:acme/notes/today.md",
+        "a/b/c",
+        "with space",
+        "100%",
+        "a%2Fb",
+        "colon:s",
+        "ünïcødé/日本語",
+        "q?x=1#frag",
+        "/leading",
+        "trailing/",
+        "a//b",
+        "+plus+",
+        ".",
+        "..",
+    ],
+)
 def test_external_ids_round_trip_exactly(
     client: httpx2.Client, make_context: MakeContext, external_id: str
 ) -> None:
@@ -168,8 +211,9 @@ def test_external_id_is_unique_per_tenant_across_workspaces(
     fake.create_workspace(tenant, "one")
     fake.create_workspace(tenant, "two")
     first = make_context(externalId="notes.md", workspace="one")
-    response = client.post("/api/contexts", json=context_body(externalId="notes.md",
-                                                              workspace="two"))
+    response = client.post(
+        "/api/contexts", json=context_body(externalId="notes.md", workspace="two")
+    )
     assert response.status_code == 409
     body = response.json()
     assert body["error"] == "external_id_taken"
@@ -205,15 +249,17 @@ def test_get_by_id(client: httpx2.Client, make_context: MakeContext) -> None:
 @pytest.mark.parametrize("raw", ["abc", "0", "-1", "1.5", "01", "1e3", "99999999999999999999"])
 def test_an_id_that_is_not_a_positive_integer_is_a_400(client: httpx2.Client, raw: str) -> None:
     for method in ("GET", "PUT", "DELETE"):
-        response = client.request(method, f"/api/contexts/{raw}",
-                                  json={"title": "t"} if method == "PUT" else None)
+        response = client.request(
+            method, f"/api/contexts/{raw}", json={"title": "t"} if method == "PUT" else None
+        )
         assert issues_of(response)["id"].startswith("Must be a positive integer id")
 
 
 def test_an_unknown_id_is_a_404(client: httpx2.Client) -> None:
     for method in ("GET", "PUT", "DELETE"):
-        response = client.request(method, "/api/contexts/12345",
-                                  json={"title": "t"} if method == "PUT" else None)
+        response = client.request(
+            method, "/api/contexts/12345", json={"title": "t"} if method == "PUT" else None
+        )
         assert response.status_code == 404
         assert response.json() == {"error": "not_found", "message": "Context 12345 not found."}
 
@@ -236,8 +282,9 @@ def test_put_can_clear_the_external_id_and_the_workspace(
 ) -> None:
     fake.create_workspace(tenant, "ws")
     created = make_context(externalId="e", workspace="ws")
-    updated = client.put(f"/api/contexts/{created['id']}",
-                         json={"externalId": None, "workspace": None}).json()
+    updated = client.put(
+        f"/api/contexts/{created['id']}", json={"externalId": None, "workspace": None}
+    ).json()
     assert updated["externalId"] is None
     assert updated["workspace"] is None
     assert by_external(client, "e").status_code == 404
@@ -248,8 +295,9 @@ def test_put_to_a_taken_external_id_is_a_409_and_changes_nothing(
 ) -> None:
     make_context(externalId="taken")
     mine = make_context(externalId="mine")
-    response = client.put(f"/api/contexts/{mine['id']}",
-                          json={"externalId": "taken", "content": "lost?"})
+    response = client.put(
+        f"/api/contexts/{mine['id']}", json={"externalId": "taken", "content": "lost?"}
+    )
     assert response.status_code == 409
     assert client.get(f"/api/contexts/{mine['id']}").json() == mine
 
@@ -323,10 +371,16 @@ def test_list_pages_in_id_order(client: httpx2.Client, make_context: MakeContext
     assert seen == created
 
 
-@pytest.mark.parametrize(("params", "path"), [
-    ({"limit": "0"}, "limit"), ({"limit": "501"}, "limit"), ({"limit": "ten"}, "limit"),
-    ({"offset": "-1"}, "offset"), ({"type": "moc-x"}, "type"),
-])
+@pytest.mark.parametrize(
+    ("params", "path"),
+    [
+        ({"limit": "0"}, "limit"),
+        ({"limit": "501"}, "limit"),
+        ({"limit": "ten"}, "limit"),
+        ({"offset": "-1"}, "offset"),
+        ({"type": "moc-x"}, "type"),
+    ],
+)
 def test_list_rejects_bad_query_parameters(
     client: httpx2.Client, params: dict[str, str], path: str
 ) -> None:
@@ -355,16 +409,21 @@ def test_bulk_upsert_creates_then_updates_idempotently(
     assert len(fake.contexts(tenant)) == 3
 
 
-@pytest.mark.parametrize(("body", "path"), [
-    ({}, "contexts"),
-    ({"contexts": []}, "contexts"),
-    ({"contexts": {}}, "contexts"),
-    ({"contexts": [context_body()]}, "contexts.0.externalId"),
-    ({"contexts": [context_body(externalId="a"), context_body(externalId="a")]},
-     "contexts.1.externalId"),
-    ({"contexts": [context_body(externalId="a"), {"externalId": "b"}]}, "contexts.1.type"),
-    ({"contexts": [context_body(externalId=f"e{i}") for i in range(501)]}, "contexts"),
-])
+@pytest.mark.parametrize(
+    ("body", "path"),
+    [
+        ({}, "contexts"),
+        ({"contexts": []}, "contexts"),
+        ({"contexts": {}}, "contexts"),
+        ({"contexts": [context_body()]}, "contexts.0.externalId"),
+        (
+            {"contexts": [context_body(externalId="a"), context_body(externalId="a")]},
+            "contexts.1.externalId",
+        ),
+        ({"contexts": [context_body(externalId="a"), {"externalId": "b"}]}, "contexts.1.type"),
+        ({"contexts": [context_body(externalId=f"e{i}") for i in range(501)]}, "contexts"),
+    ],
+)
 def test_bulk_upsert_is_all_or_nothing_on_bad_items(
     client: httpx2.Client, fake: FakeContextQ, tenant: Tenant, body: dict[str, Any], path: str
 ) -> None:
@@ -374,8 +433,12 @@ def test_bulk_upsert_is_all_or_nothing_on_bad_items(
 
 
 def test_routes_that_do_not_exist_answer_404_in_contract_shape(client: httpx2.Client) -> None:
-    for method, path in [("GET", "/api/nothing"), ("POST", "/api/contexts/1"),
-                         ("PATCH", "/api/contexts/1"), ("GET", "/")]:
+    for method, path in [
+        ("GET", "/api/nothing"),
+        ("POST", "/api/contexts/1"),
+        ("PATCH", "/api/contexts/1"),
+        ("GET", "/"),
+    ]:
         response = client.request(method, path)
         assert response.status_code == 404
         assert response.json()["error"] == "not_found"

@@ -12,7 +12,6 @@ import pytest
 from fake_contextq import FakeContextQ, Tenant
 from tests.conftest import context_body
 
-
 # ----- journal -----
 
 
@@ -25,8 +24,10 @@ def test_journal_records_every_request_in_order(
         anonymous.get("/api/contexts")
     entries = list(fake.journal)
     assert [(e.method, e.path, e.status) for e in entries] == [
-        ("POST", "/api/contexts", 201), ("GET", "/api/contexts", 200),
-        ("GET", "/api/contexts", 401)]
+        ("POST", "/api/contexts", 201),
+        ("GET", "/api/contexts", 200),
+        ("GET", "/api/contexts", 401),
+    ]
     assert entries[1].query == "limit=5"
     assert [e.tenant_id for e in entries] == [tenant.id, tenant.id, None]
     assert all(e.duration > 0 for e in entries)
@@ -96,9 +97,7 @@ def test_a_dropped_connection_is_a_transport_error(
     assert client.get("/api/contexts").status_code == 200
 
 
-def test_a_delay_beyond_the_read_timeout_is_a_read_timeout(
-    fake: FakeContextQ, key: str
-) -> None:
+def test_a_delay_beyond_the_read_timeout_is_a_read_timeout(fake: FakeContextQ, key: str) -> None:
     fake.faults.inject("GET", "/api/contexts", delay=0.5)
     with fake.client(key, timeout=0.05) as c:
         started = time.perf_counter()
@@ -116,15 +115,19 @@ def test_a_delay_within_the_timeout_just_slows_the_answer(
     assert time.perf_counter() - started >= 0.05
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({}, "at least one of"),
-    ({"status": 700}, "HTTP status code"),
-    ({"status": 500, "drop": True}, "cannot both"),
-    ({"delay": -1}, "delay must be"),
-    ({"status": 500, "times": 0}, "times must be"),
-])
-def test_bad_faults_are_refused(fake: FakeContextQ, kwargs: dict[str, object],
-                                message: str) -> None:
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({}, "at least one of"),
+        ({"status": 700}, "HTTP status code"),
+        ({"status": 500, "drop": True}, "cannot both"),
+        ({"delay": -1}, "delay must be"),
+        ({"status": 500, "times": 0}, "times must be"),
+    ],
+)
+def test_bad_faults_are_refused(
+    fake: FakeContextQ, kwargs: dict[str, object], message: str
+) -> None:
     with pytest.raises(ValueError, match=message):
         fake.faults.inject("GET", "/api/contexts", **kwargs)  # type: ignore[arg-type]
 
@@ -170,9 +173,7 @@ def test_state_is_readable_for_assertions(
 # ----- clients -----
 
 
-def test_the_sync_client_works_inside_a_running_event_loop(
-    fake: FakeContextQ, key: str
-) -> None:
+def test_the_sync_client_works_inside_a_running_event_loop(fake: FakeContextQ, key: str) -> None:
     async def main() -> int:
         with fake.client(key) as c:  # a sync tool called from async code
             return c.post("/api/contexts", json=context_body()).status_code
@@ -197,10 +198,14 @@ def test_sync_clients_on_many_threads(fake: FakeContextQ, key: str) -> None:
         try:
             with fake.client(key) as c:
                 for i in range(10):
-                    assert c.post("/api/contexts/bulk-upsert", json={"contexts": [
-                        context_body(externalId=f"{worker}-{i}")]}
-                    ).status_code == 200
-        except BaseException as exc:  # noqa: BLE001 - reported below
+                    assert (
+                        c.post(
+                            "/api/contexts/bulk-upsert",
+                            json={"contexts": [context_body(externalId=f"{worker}-{i}")]},
+                        ).status_code
+                        == 200
+                    )
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]

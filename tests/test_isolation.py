@@ -11,12 +11,16 @@ from tests.conftest import context_body
 
 
 def test_another_tenants_context_is_invisible_everywhere(
-    client: httpx2.Client, fake: FakeContextQ, tenant: Tenant,
+    client: httpx2.Client,
+    fake: FakeContextQ,
+    tenant: Tenant,
     other: tuple[Tenant, httpx2.Client],
 ) -> None:
     fake.create_workspace(tenant, "private")
-    mine = client.post("/api/contexts", json=context_body(
-        externalId="mine", content="the launch code", workspace="private")).json()
+    mine = client.post(
+        "/api/contexts",
+        json=context_body(externalId="mine", content="the launch code", workspace="private"),
+    ).json()
     _, theirs = other
     cid = mine["id"]
 
@@ -52,13 +56,17 @@ def test_workspace_slugs_and_external_ids_are_per_tenant(
 
 
 def test_a_tenant_cannot_upsert_over_another_tenants_external_id(
-    client: httpx2.Client, fake: FakeContextQ, tenant: Tenant,
+    client: httpx2.Client,
+    fake: FakeContextQ,
+    tenant: Tenant,
     other: tuple[Tenant, httpx2.Client],
 ) -> None:
     client.post("/api/contexts", json=context_body(externalId="x", content="mine"))
     other_tenant, theirs = other
-    result = theirs.post("/api/contexts/bulk-upsert", json={"contexts": [
-        context_body(externalId="x", content="theirs")]}).json()
+    result = theirs.post(
+        "/api/contexts/bulk-upsert",
+        json={"contexts": [context_body(externalId="x", content="theirs")]},
+    ).json()
     assert result["created"] == 1
     assert fake.contexts(tenant)[0].content == "mine"
     assert fake.contexts(other_tenant)[0].content == "theirs"

@@ -69,9 +69,7 @@ def test_a_plan_change_lifts_the_quota(
     assert client.post("/api/contexts", json=context_body()).status_code == 402
 
 
-def test_quotas_are_per_tenant(
-    client: httpx2.Client, other: tuple[Tenant, httpx2.Client]
-) -> None:
+def test_quotas_are_per_tenant(client: httpx2.Client, other: tuple[Tenant, httpx2.Client]) -> None:
     fill(client, 100)
     assert other[1].post("/api/contexts", json=context_body()).status_code == 201
 

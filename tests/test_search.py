@@ -23,8 +23,9 @@ def search(client: httpx2.Client, **body: Any) -> list[dict[str, Any]]:
 
 def test_results_are_ranked_best_first(client: httpx2.Client, make_context: MakeContext) -> None:
     weak = make_context(title="Weekly notes", content="We talked about the database once.")
-    strong = make_context(title="Database migrations",
-                          content="How to run database migrations safely.")
+    strong = make_context(
+        title="Database migrations", content="How to run database migrations safely."
+    )
     make_context(title="CSS colours", content="Primary colour is teal.")
     results = search(client, query="database migrations")
     assert [r["context"]["id"] for r in results] == [strong["id"], weak["id"]]
@@ -49,8 +50,11 @@ def test_title_and_tags_count(client: httpx2.Client, make_context: MakeContext) 
 
 
 def test_snippet_shows_the_match(client: httpx2.Client, make_context: MakeContext) -> None:
-    text = "Lorem ipsum dolor sit amet. " * 20 + "The deploy key lives in the vault. " + \
-        "Consectetur adipiscing elit. " * 20
+    text = (
+        "Lorem ipsum dolor sit amet. " * 20
+        + "The deploy key lives in the vault. "
+        + "Consectetur adipiscing elit. " * 20
+    )
     make_context(content=text)
     snippet = search(client, query="vault")[0]["snippet"]
     assert "vault" in snippet
@@ -83,17 +87,21 @@ def test_synthesis_contexts_are_found_without_a_type_filter(
     assert search(client, query="quarterly")[0]["context"]["id"] == made["id"]
 
 
-def test_filters(client: httpx2.Client, fake: FakeContextQ, tenant: Tenant,
-                 make_context: MakeContext) -> None:
+def test_filters(
+    client: httpx2.Client, fake: FakeContextQ, tenant: Tenant, make_context: MakeContext
+) -> None:
     fake.create_workspace(tenant, "ws")
     a = make_context(content="shared word", type="lesson", workspace="ws", tags=["t1", "t2"])
     b = make_context(content="shared word", type="reference", tags=["t1"])
     assert [r["context"]["id"] for r in search(client, query="shared", type="lesson")] == [a["id"]]
     assert [r["context"]["id"] for r in search(client, query="shared", workspace="ws")] == [a["id"]]
     assert {r["context"]["id"] for r in search(client, query="shared", tags=["t1"])} == {
-        a["id"], b["id"]}
+        a["id"],
+        b["id"],
+    }
     assert [r["context"]["id"] for r in search(client, query="shared", tags=["t1", "t2"])] == [
-        a["id"]]
+        a["id"]
+    ]
     assert search(client, query="shared", workspace="missing") == []
 
 
@@ -130,7 +138,13 @@ def test_updates_and_deletes_reach_the_index(
 
 
 def test_bulk_upserted_rows_are_searchable(client: httpx2.Client) -> None:
-    client.post("/api/contexts/bulk-upsert", json={"contexts": [
-        context_body(externalId="a", content="gamma ray"),
-        context_body(externalId="b", content="delta wing")]})
+    client.post(
+        "/api/contexts/bulk-upsert",
+        json={
+            "contexts": [
+                context_body(externalId="a", content="gamma ray"),
+                context_body(externalId="b", content="delta wing"),
+            ]
+        },
+    )
     assert search(client, query="delta")[0]["context"]["externalId"] == "b"

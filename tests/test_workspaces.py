@@ -9,8 +9,9 @@ from fake_contextq import FakeContextQ, Tenant
 from tests.conftest import context_body
 
 
-def test_create_list_archive_delete(client: httpx2.Client, fake: FakeContextQ,
-                                   tenant: Tenant) -> None:
+def test_create_list_archive_delete(
+    client: httpx2.Client, fake: FakeContextQ, tenant: Tenant
+) -> None:
     created = client.post("/api/workspaces", json={"slug": "acme", "name": "Acme Corp"})
     assert created.status_code == 201
     body = created.json()

@@ -1,0 +1,262 @@
+"""The fake over real HTTP: `fake-contextq serve` in a subprocess, and `FakeContextQ.serve()`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from fake_contextq import FakeContextQ
+
+NOTE = {"type": "reference", "title": "Prefs", "content": "Likes TypeScript."}
+
+
+def _cli() -> list[str]:
+    script = Path(sys.executable).with_name("fake-contextq")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("fake-contextq")
+    return [found] if found else [sys.executable, "-m", "fake_contextq.cli"]
+
+
+@dataclass
+class Served:
+    process: subprocess.Popen[str]
+    lines: dict[str, str] = field(default_factory=dict)
+    banner: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return self.lines["CONTEXT_API_URL"]
+
+    @property
+    def key(self) -> str:
+        return self.lines["CONTEXT_API_KEY"]
+
+    @property
+    def token(self) -> str:
+        return self.lines["FAKE_CONTEXTQ_CONTROL_TOKEN"]
+
+
+def start(*args: str, timeout: float = 20.0) -> Served:
+    process = subprocess.Popen(
+        [*_cli(), "serve", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    served = Served(process)
+    deadline = time.monotonic() + timeout
+    assert process.stdout is not None
+    while "CONTEXT_API_KEY" not in served.lines or (
+        "--control" in args and "FAKE_CONTEXTQ_CONTROL_TOKEN" not in served.lines
+    ):
+        if time.monotonic() > deadline or process.poll() is not None:
+            process.kill()
+            raise AssertionError(
+                f"serve did not start: {served.banner} "
+                f"{process.stderr.read() if process.stderr else ''}"
+            )
+        line = process.stdout.readline().rstrip("\n")
+        served.banner.append(line)
+        name, sep, value = line.partition("=")
+        if sep and name.isupper():
+            served.lines[name] = value
+    return served
+
+
+def stop(served: Served) -> tuple[int, str, str]:
+    served.process.send_signal(signal.SIGINT)
+    out, err = served.process.communicate(timeout=20)
+    return served.process.returncode, out, err
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Served]:
+    served = start("--control", "--key", "read", "--workspace", "acme")
+    yield served
+    if served.process.poll() is None:
+        served.process.kill()
+        served.process.wait()
+
+
+def test_serve_prints_a_ready_key_and_url(server: Served) -> None:
+    assert server.key.startswith("sk_live_") and len(server.key) == 48
+    assert server.url.startswith("http://127.0.0.1:")
+    assert any(line.startswith("key (read): sk_live_") for line in server.banner)
+    assert any("on the free plan" in line for line in server.banner)
+
+
+def test_the_api_over_real_http(server: Served) -> None:
+    with httpx2.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.key}"}) as c:
+        made = c.post(
+            "/api/contexts",
+            json={**NOTE, "externalId": "mem-tool:acme/a b/ü.md", "workspace": "acme"},
+        )
+        assert made.status_code == 201, made.text
+        got = c.get("/api/contexts/by-external/mem-tool%3Aacme%2Fa%20b%2F%C3%BC.md")
+        assert got.status_code == 200
+        assert got.json()["externalId"] == "mem-tool:acme/a b/ü.md"
+        assert got.json()["workspace"] == "acme"
+        hits = c.post("/api/search", json={"query": "typescript"}).json()["results"]
+        assert [h["context"]["id"] for h in hits] == [made.json()["id"]]
+        assert (
+            c.post(
+                "/api/contexts", content=b"{oops", headers={"content-type": "application/json"}
+            ).status_code
+            == 400
+        )
+
+
+def test_control_routes_need_the_control_token(server: Served) -> None:
+    with httpx2.Client(base_url=server.url) as c:
+        assert c.get("/_fake/health").json() == {"ok": True}
+        assert c.get("/_fake/tenants").status_code == 401
+        refused = c.get("/_fake/tenants", headers={"Authorization": f"Bearer {server.key}"})
+        assert refused.status_code == 401
+        assert "control token" in refused.json()["message"]
+
+
+def test_control_routes_do_what_the_object_does(server: Served) -> None:
+    auth = {"Authorization": f"Bearer {server.token}"}
+    with (
+        httpx2.Client(base_url=server.url, headers=auth) as control,
+        httpx2.Client(base_url=server.url) as api,
+    ):
+        tenant = control.post("/_fake/tenants", json={"name": "t2", "plan": "free"}).json()
+        minted = control.post(
+            f"/_fake/tenants/{tenant['id']}/keys", json={"scopes": ["read", "write"]}
+        )
+        assert minted.status_code == 201
+        key = minted.json()["key"]
+        api.headers["Authorization"] = f"Bearer {key}"
+        assert (
+            control.post(
+                f"/_fake/tenants/{tenant['id']}/workspaces", json={"slug": "w2"}
+            ).status_code
+            == 201
+        )
+        assert api.post("/api/contexts", json={**NOTE, "workspace": "w2"}).status_code == 201
+        assert api.post("/api/workspaces", json={"slug": "x"}).status_code == 403
+
+        state = control.get(f"/_fake/tenants/{tenant['id']}/contexts").json()["items"]
+        assert [c["workspace"] for c in state] == ["w2"]
+        plan = control.put(f"/_fake/tenants/{tenant['id']}/plan", json={"plan": "pro"})
+        assert plan.json()["plan"] == "pro"
+        assert (
+            control.put(f"/_fake/tenants/{tenant['id']}/plan", json={"plan": "gold"}).status_code
+            == 400
+        )
+
+        journal = control.get("/_fake/journal").json()["entries"]
+        assert journal[-1]["method"] == "POST" and journal[-1]["status"] == 403
+        assert all(not e["path"].startswith("/_fake/") for e in journal)
+
+        fault = control.post(
+            "/_fake/faults",
+            json={"method": "GET", "path": "/api/contexts", "status": 503, "times": 1},
+        )
+        assert fault.status_code == 201
+        assert api.get("/api/contexts").status_code == 503
+        assert api.get("/api/contexts").status_code == 200
+        control.post("/_fake/faults", json={"method": "GET", "path": "/api/contexts", "drop": True})
+        with pytest.raises(httpx2.TransportError):
+            api.get("/api/contexts")
+        assert api.get("/api/contexts").status_code == 200
+        control.post(
+            "/_fake/faults", json={"method": "*", "path": "/api/*", "status": 500, "times": None}
+        )
+        assert len(control.get("/_fake/faults").json()["items"]) == 1
+        assert control.delete("/_fake/faults").status_code == 204
+        assert api.get("/api/contexts").status_code == 200
+        assert (
+            control.post("/_fake/faults", json={"method": "GET", "path": "/x"}).status_code == 400
+        )
+
+        verified = control.post("/_fake/audit/verify").json()
+        assert verified["ok"] is True and verified["rows"] >= 2
+        assert len(control.get("/_fake/audit").json()["items"]) == verified["rows"]
+
+
+def test_ctrl_c_stops_cleanly_and_reset_works_over_http() -> None:
+    served = start("--control")
+    auth = {"Authorization": f"Bearer {served.token}"}
+    with httpx2.Client(base_url=served.url) as c:
+        assert c.post("/_fake/reset", headers=auth).status_code == 204
+        assert (
+            c.get("/api/contexts", headers={"Authorization": f"Bearer {served.key}"}).status_code
+            == 401
+        )
+    code, out, err = stop(served)
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert "fake-contextq stopped" in out
+
+
+def test_control_routes_are_absent_unless_enabled() -> None:
+    served = start()
+    try:
+        with httpx2.Client(base_url=served.url) as c:
+            assert c.get("/_fake/tenants").status_code == 404
+            assert c.get("/_fake/health").status_code == 404
+    finally:
+        stop(served)
+
+
+def test_a_taken_port_is_one_clear_line() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        result = subprocess.run(
+            [*_cli(), "serve", "--port", str(port)], capture_output=True, text=True, timeout=30
+        )
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_bad_scope_is_refused_before_serving() -> None:
+    result = subprocess.run(
+        [*_cli(), "serve", "--port", "0", "--key", "read,delete"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert "Unknown scope 'delete'" in result.stderr
+
+
+# ----- FakeContextQ.serve(): a served fake inside the test process -----
+
+
+def test_serve_in_thread_shares_state_with_the_object() -> None:
+    with FakeContextQ() as fake:
+        tenant = fake.create_tenant()
+        key = fake.mint_key(tenant, ("read", "write"))
+        with (
+            fake.serve() as served,
+            httpx2.Client(base_url=served.url, headers={"Authorization": f"Bearer {key}"}) as c,
+        ):
+            url = served.url
+            assert served.port > 0
+            assert c.post("/api/contexts", json=NOTE).status_code == 201
+            assert [ctx.title for ctx in fake.contexts(tenant)] == ["Prefs"]
+            fake.faults.inject("GET", "/api/contexts", drop=True)
+            with pytest.raises(httpx2.RemoteProtocolError):
+                c.get("/api/contexts")
+            assert fake.journal.last.status is None
+            assert c.get("/api/contexts").json()["total"] == 1
+        with pytest.raises(httpx2.ConnectError):  # stopped with its context manager
+            httpx2.get(url + "/api/contexts")
