@@ -1,0 +1,756 @@
+#!/usr/bin/env python3
+"""Benchmarks of the fake ContextQ: what a test pays per request, per fresh fake, per search.
+
+    python3 dev.py bench [--quick] [--json PATH] [--strict]
+    .venv/bin/python benchmarks/bench.py [--quick] [--json PATH] [--strict]
+
+Every row is the median (and p90) wall time of one operation in milliseconds, next to
+the row it is compared with (its baseline, measured in the same run, so the ratio holds
+on any machine) and, where there is one, a target:
+
+- GET by external id through ``fake.client(key)`` within 3x the same GET through an
+  ``httpx2.Client`` on a ``MockTransport`` that returns a canned response (the floor:
+  what httpx itself costs);
+- a fresh ``FakeContextQ()`` with a tenant and a key in under 2 ms;
+- a search over 10,000 contexts in under 20 ms.
+
+Timing uses ``time.perf_counter_ns`` with the garbage collector off during the timed
+runs. ``--quick`` runs fewer iterations (a CI smoke run); ``--json PATH`` also writes the
+results as JSON; ``--strict`` exits 1 when a target is missed; ``--only TEXT`` runs only
+the sections whose title contains TEXT.
+
+Adding a section (the memory-tool adapter's commands, the agent layer, ...): write a
+function that takes a ``Bench`` and registers rows with ``bench.add(...)``, and decorate
+it with ``@section("title")``. Sections run in the order they are defined. Time things
+with ``measure`` or, for rows compared with each other (a floor and what sits on it),
+``measure_interleaved``, which alternates them in blocks so machine noise hits both alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import itertools
+import json
+import platform
+import random
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx2
+
+from fake_contextq import FakeContextQ
+
+# ----- measuring ---------------------------------------------------------------------------------
+
+NS_PER_MS = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Summary of one timed run, in milliseconds."""
+
+    n: int
+    median_ms: float
+    p90_ms: float
+    mean_ms: float
+    min_ms: float
+    max_ms: float
+
+    @classmethod
+    def from_ns(cls, samples: Sequence[int]) -> Stats:
+        if not samples:
+            raise ValueError("no samples")
+        ms = [s / NS_PER_MS for s in samples]
+        p90 = statistics.quantiles(ms, n=10, method="inclusive")[8] if len(ms) > 1 else ms[0]
+        return cls(
+            n=len(ms),
+            median_ms=statistics.median(ms),
+            p90_ms=p90,
+            mean_ms=statistics.fmean(ms),
+            min_ms=min(ms),
+            max_ms=max(ms),
+        )
+
+
+def _time_calls(fn: Callable[[], object], n: int) -> list[int]:
+    """Time ``n`` calls of ``fn`` one by one (ns), with the garbage collector off."""
+    samples = [0] * n
+    clock = time.perf_counter_ns
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for i in range(n):
+            started = clock()
+            fn()
+            samples[i] = clock() - started
+    finally:
+        if was_enabled:
+            gc.enable()
+    return samples
+
+
+def measure(fn: Callable[[], object], n: int, warmup: int) -> Stats:
+    """Call ``fn`` ``warmup`` times untimed, then ``n`` times timed one by one, gc off."""
+    for _ in range(warmup):
+        fn()
+    return Stats.from_ns(_time_calls(fn, n))
+
+
+def measure_interleaved(
+    fns: Sequence[Callable[[], object]], n: int, warmup: int, rounds: int = 10
+) -> list[Stats]:
+    """``measure`` for several functions compared with each other: their ``n`` timed calls
+    are split into ``rounds`` blocks taken in turn (a, b, a, b, ...), so a change in the
+    machine's speed during the run (other load, clock scaling) weighs on all of them alike
+    and their ratios stay meaningful on a shared, noisy machine."""
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    samples: list[list[int]] = [[] for _ in fns]
+    rounds = max(1, min(rounds, n))
+    for r in range(rounds):
+        block = n // rounds + (1 if r < n % rounds else 0)
+        for fn, out in zip(fns, samples, strict=True):
+            out.extend(_time_calls(fn, block))
+    return [Stats.from_ns(s) for s in samples]
+
+
+async def _atime_calls(fn: Callable[[], Awaitable[object]], n: int) -> list[int]:
+    samples = [0] * n
+    clock = time.perf_counter_ns
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for i in range(n):
+            started = clock()
+            await fn()
+            samples[i] = clock() - started
+    finally:
+        if was_enabled:
+            gc.enable()
+    return samples
+
+
+async def ameasure_interleaved(
+    fns: Sequence[Callable[[], Awaitable[object]]], n: int, warmup: int, rounds: int = 10
+) -> list[Stats]:
+    """``measure_interleaved`` for coroutine functions, awaited on the running loop."""
+    for fn in fns:
+        for _ in range(warmup):
+            await fn()
+    samples: list[list[int]] = [[] for _ in fns]
+    rounds = max(1, min(rounds, n))
+    for r in range(rounds):
+        block = n // rounds + (1 if r < n % rounds else 0)
+        for fn, out in zip(fns, samples, strict=True):
+            out.extend(await _atime_calls(fn, block))
+    return [Stats.from_ns(s) for s in samples]
+
+
+# ----- rows, targets and the registry of sections ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A bound on a row's median: an absolute time, a multiple of its baseline, or both."""
+
+    max_ms: float | None = None
+    max_ratio: float | None = None
+
+    def describe(self) -> str:
+        parts = []
+        if self.max_ms is not None:
+            parts.append(f"< {self.max_ms:g} ms")
+        if self.max_ratio is not None:
+            parts.append(f"<= {self.max_ratio:g}x")
+        return ", ".join(parts)
+
+
+@dataclass(slots=True)
+class Row:
+    section: str
+    name: str
+    stats: Stats
+    baseline: str | None = None  # the name of the row this one is compared with
+    target: Target | None = None
+    note: str = ""
+    ratio: float | None = None
+    result: str | None = None  # "PASS", "MISS", or None without a target
+
+
+Section = Callable[["Bench"], None]
+SECTIONS: list[tuple[str, Section]] = []
+
+
+def section(title: str) -> Callable[[Section], Section]:
+    """Register a benchmark section; it runs after those registered before it."""
+
+    def register(fn: Section) -> Section:
+        SECTIONS.append((title, fn))
+        return fn
+
+    return register
+
+
+@dataclass(slots=True)
+class Iterations:
+    n: int
+    warmup: int
+
+
+@dataclass
+class Bench:
+    """What a section gets: the run's settings, and ``add`` to register its rows."""
+
+    quick: bool
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    current_section: str = ""
+
+    def iters(self, full: tuple[int, int], quick: tuple[int, int]) -> Iterations:
+        """(n, warmup) for this run: ``full`` normally, ``quick`` under ``--quick``."""
+        n, warmup = quick if self.quick else full
+        return Iterations(n, warmup)
+
+    def add(
+        self,
+        name: str,
+        stats: Stats,
+        *,
+        baseline: str | None = None,
+        target: Target | None = None,
+        note: str = "",
+    ) -> Row:
+        if any(r.name == name for r in self.rows):
+            raise ValueError(f"duplicate benchmark row {name!r}")
+        row = Row(self.current_section, name, stats, baseline, target, note)
+        if baseline is not None:
+            base = self.row(baseline)
+            row.ratio = stats.median_ms / base.stats.median_ms if base.stats.median_ms else None
+        if target is not None:
+            ok = True
+            if target.max_ms is not None:
+                ok = ok and stats.median_ms < target.max_ms
+            if target.max_ratio is not None:
+                ok = ok and row.ratio is not None and row.ratio <= target.max_ratio
+            row.result = "PASS" if ok else "MISS"
+        self.rows.append(row)
+        return row
+
+    def row(self, name: str) -> Row:
+        for r in self.rows:
+            if r.name == name:
+                return r
+        raise KeyError(f"no benchmark row {name!r} (a baseline must be added before its rows)")
+
+    def note(self, text: str) -> None:
+        self.notes.append(f"[{self.current_section}] {text}")
+
+
+# ----- shared helpers ---------------------------------------------------------------------------
+
+JSON_HEADERS = {"content-type": "application/json"}
+
+
+def expect(response: httpx2.Response, status: int) -> httpx2.Response:
+    if response.status_code != status:
+        raise RuntimeError(
+            f"{response.request.method} {response.request.url} answered "
+            f"{response.status_code}, expected {status}: {response.text[:300]}"
+        )
+    return response
+
+
+def canned_transport(responses: dict[tuple[str, str], tuple[int, bytes]]) -> httpx2.MockTransport:
+    """A MockTransport answering (method, raw path) with a canned status and JSON body."""
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        path = request.url.raw_path.split(b"?", 1)[0].decode("ascii")
+        status, body = responses[(request.method, path)]
+        return httpx2.Response(status, content=body, headers=JSON_HEADERS)
+
+    return httpx2.MockTransport(handler)
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+# Realistic-ish note text: a fixed vocabulary drawn with Zipf-like weights (a few words are
+# everywhere, most are rare), function words included, so postings lists have natural sizes.
+FUNCTION_WORDS = _words(
+    "the of and to a in is for that on with as it be this by are from or at was not but"
+    " we an have when which can if should then all its so into after before"
+)
+DOMAIN_WORDS = _words(
+    "deploy service database migration index query cache latency timeout retry queue worker"
+    " schema tenant workspace context memory agent session checkpoint lesson handoff task"
+    " release rollback incident outage alert pager dashboard metric trace log span error"
+    " budget token prompt model embedding vector search ranking snippet title content tag"
+    " user customer feedback review design spec contract endpoint route handler request"
+    " response header body payload quota plan limit scope key secret rotation audit chain"
+    " hash row table column postgres docker container cluster node pod replica shard"
+    " partition backup restore snapshot volume disk memory cpu thread loop coroutine async"
+    " sync lock mutex race deadlock leak profile benchmark regression test fixture mock fake"
+    " stub assertion coverage lint type check build pipeline ci runner artifact package"
+    " version dependency upgrade patch hotfix branch merge commit diff conflict rebase tag"
+    " python typescript node fastify zod httpx fastapi uvicorn pytest hypothesis schemathesis"
+    " config environment variable flag feature toggle experiment cohort rollout canary"
+    " billing invoice payment refund subscription trial churn onboarding signup login"
+    " password session cookie jwt oauth sso permission role admin owner member invite"
+    " email notification webhook event stream kafka consumer producer offset lag backlog"
+    " storage bucket object upload download stream chunk compression encoding utf json"
+    " parser validator serializer mapper adapter gateway proxy balancer dns certificate tls"
+    " network packet socket port firewall vpn region zone failover replication consistency"
+    " eventual strong transaction isolation commit rollback savepoint constraint foreign"
+    " unique primary sequence vacuum analyze explain plan scan seek join aggregate window"
+    " report export import csv spreadsheet chart graph summary insight decision owner"
+    " meeting roadmap milestone deadline estimate priority blocker risk dependency followup"
+    " documentation readme guide tutorial example sample recipe pattern antipattern"
+    " refactor cleanup rename extract inline simplify optimize rewrite deprecate remove"
+)
+TAGS = _words(
+    "infra backend frontend data ml security billing oncall postmortem design decision"
+    " research howto todo urgent stale archive weekly customer internal"
+)
+SEARCH_TYPES = ("reference", "feedback", "project", "incident", "lesson", "user")
+
+
+class TextGen:
+    """Seeded generator of titles, sentences, tags and queries over the fixed vocabulary."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        words = list(dict.fromkeys(FUNCTION_WORDS + DOMAIN_WORDS))
+        domain = [w for w in dict.fromkeys(DOMAIN_WORDS) if w not in FUNCTION_WORDS]
+        random.Random(seed + 1).shuffle(domain)  # rank by a seeded order, not alphabetically
+        self.words = [w for w in words if w in FUNCTION_WORDS] + domain
+        self.weights = [1.0 / (rank + 1) for rank in range(len(self.words))]
+        self.domain = domain
+        self.domain_weights = [1.0 / (rank + 1) ** 0.8 for rank in range(len(domain))]
+
+    def sentence(self, lo: int = 6, hi: int = 18) -> str:
+        words = self.rng.choices(self.words, self.weights, k=self.rng.randint(lo, hi))
+        return words[0].capitalize() + " " + " ".join(words[1:]) + "."
+
+    def title(self) -> str:
+        words = self.rng.choices(self.domain, self.domain_weights, k=self.rng.randint(3, 7))
+        return " ".join(words).capitalize()
+
+    def content(self) -> str:
+        return " ".join(self.sentence() for _ in range(self.rng.randint(2, 6)))
+
+    def tags(self) -> list[str]:
+        return self.rng.sample(TAGS, self.rng.randint(0, 3))
+
+    def query(self) -> str:
+        return " ".join(
+            self.rng.choices(self.domain, self.domain_weights, k=self.rng.randint(1, 4))
+        )
+
+    def context(self, external_id: str | None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "type": self.rng.choice(SEARCH_TYPES),
+            "title": self.title(),
+            "content": self.content(),
+            "tags": self.tags(),
+        }
+        if external_id is not None:
+            body["externalId"] = external_id
+        return body
+
+
+def external_id(i: int) -> str:
+    # A slash, a space and a non-ASCII letter: the id must be quoted as one path segment.
+    return f"memories/notes {i:05d}/plan-é.md"
+
+
+def by_external_path(ext_id: str) -> str:
+    return "/api/contexts/by-external/" + quote(ext_id, safe="")
+
+
+def populate(
+    client: httpx2.Client, gen: TextGen, count: int, *, batch: int = 500, start: int = 0
+) -> tuple[list[int], list[dict[str, Any]]]:
+    """Bulk-upsert ``count`` generated contexts; return each batch's time (ns) and the items."""
+    times: list[int] = []
+    items: list[dict[str, Any]] = []
+    for lo in range(start, start + count, batch):
+        chunk = [gen.context(external_id(i)) for i in range(lo, min(lo + batch, start + count))]
+        started = time.perf_counter_ns()
+        response = client.post("/api/contexts/bulk-upsert", json={"contexts": chunk})
+        times.append(time.perf_counter_ns() - started)
+        expect(response, 200)
+        items.extend(chunk)
+    return times, items
+
+
+def new_fake_with_key(plan: str = "unlimited") -> tuple[FakeContextQ, str]:
+    fake = FakeContextQ()
+    tenant = fake.create_tenant(plan=plan)
+    return fake, fake.mint_key(tenant)
+
+
+# ----- sections --------------------------------------------------------------------------------
+
+
+@section("fresh fake")
+def bench_fresh_fake(bench: Bench) -> None:
+    it = bench.iters(full=(300, 20), quick=(60, 5))
+    transport = canned_transport({})
+    shared = FakeContextQ()
+
+    def new_client() -> None:
+        httpx2.Client(transport=transport, base_url=FakeContextQ.base_url)
+
+    def bare_fake() -> None:
+        FakeContextQ()
+
+    def fake_tenant_key() -> None:
+        fake = FakeContextQ()
+        fake.mint_key(fake.create_tenant())
+
+    def tenant_key_only() -> None:
+        shared.mint_key(shared.create_tenant())
+
+    client_s, bare_s, full_s, tk_s = measure_interleaved(
+        [new_client, bare_fake, fake_tenant_key, tenant_key_only], it.n, it.warmup
+    )
+    base = "httpx2.Client(MockTransport)"
+    bench.add(base, client_s)
+    bench.add("FakeContextQ()", bare_s, baseline=base)
+    bench.add("FakeContextQ() + tenant + key", full_s, baseline=base, target=Target(max_ms=2.0))
+    bench.add("tenant + key on an existing fake", tk_s, baseline=base)
+    shared.close()
+    gc.collect()
+
+
+@section("requests (in-process fake vs httpx floor)")
+def bench_requests(bench: Bench) -> None:
+    it = bench.iters(full=(1000, 100), quick=(200, 20))
+    gen = TextGen(seed=1)
+    fake, key = new_fake_with_key()
+    writer_tenant = fake.create_tenant(plan="unlimited")
+    writer_key = fake.mint_key(writer_tenant)
+    with fake.client(key) as client, fake.client(writer_key) as writer:
+        populate(client, gen, 1_000)
+        target_id = external_id(437)
+        get_path = by_external_path(target_id)
+        list_path = "/api/contexts"
+        list_params = {"limit": "50"}
+        create_counter = itertools.count()
+        create_body = gen.context(None)
+
+        def create_json() -> dict[str, Any]:
+            return {**create_body, "externalId": f"bench/create/{next(create_counter)}"}
+
+        # Capture the fake's real answers, so the floor parses and returns the same bytes.
+        got = expect(client.get(get_path), 200)
+        if got.json()["externalId"] != target_id:
+            raise RuntimeError(f"GET {get_path} returned {got.json()['externalId']!r}")
+        listed = expect(client.get(list_path, params=list_params), 200)
+        if len(listed.json()["items"]) != 50 or listed.json()["total"] != 1_000:
+            raise RuntimeError("the list did not return 50 of 1,000 contexts")
+        created = expect(writer.post("/api/contexts", json=create_json()), 201)
+        floor_transport = canned_transport(
+            {
+                ("GET", get_path): (200, got.content),
+                ("GET", list_path): (200, listed.content),
+                ("POST", "/api/contexts"): (201, created.content),
+            }
+        )
+        auth = {"Authorization": f"Bearer {key}"}
+        floor = httpx2.Client(transport=floor_transport, base_url=fake.base_url, headers=auth)
+
+        rows: list[tuple[str, Callable[[], object], Callable[[], object]]] = [
+            (
+                "GET by external id",
+                lambda: expect(floor.get(get_path), 200),
+                lambda: expect(client.get(get_path), 200),
+            ),
+            (
+                "POST create",
+                lambda: expect(floor.post("/api/contexts", json=create_json()), 201),
+                lambda: expect(writer.post("/api/contexts", json=create_json()), 201),
+            ),
+            (
+                "GET list 50 of 1,000",
+                lambda: expect(floor.get(list_path, params=list_params), 200),
+                lambda: expect(client.get(list_path, params=list_params), 200),
+            ),
+        ]
+        for label, floor_fn, fake_fn in rows:
+            floor_s, fake_s = measure_interleaved([floor_fn, fake_fn], it.n, it.warmup)
+            bench.add(f"floor: {label}", floor_s)
+            target = Target(max_ratio=3.0) if label == "GET by external id" else None
+            bench.add(f"fake: {label}", fake_s, baseline=f"floor: {label}", target=target)
+        floor.close()
+
+    async def async_rows() -> tuple[Stats, Stats]:
+        async_floor = httpx2.AsyncClient(
+            transport=canned_transport({("GET", get_path): (200, got.content)}),
+            base_url=fake.base_url,
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        async with async_floor, fake.async_client(key) as aclient:
+
+            async def floor_get() -> None:
+                expect(await async_floor.get(get_path), 200)
+
+            async def fake_get() -> None:
+                expect(await aclient.get(get_path), 200)
+
+            floor_s, fake_s = await ameasure_interleaved([floor_get, fake_get], it.n, it.warmup)
+            return floor_s, fake_s
+
+    floor_stats, fake_stats = asyncio.run(async_rows())
+    bench.add("floor: async GET by external id", floor_stats)
+    bench.add(
+        "fake: async GET by external id", fake_stats, baseline="floor: async GET by external id"
+    )
+    sync_ms = bench.row("fake: GET by external id").stats.median_ms
+    bench.note(
+        f"async GET by external id is {fake_stats.median_ms / sync_ms:.2f}x the sync one "
+        f"({fake_stats.median_ms:.3f} vs {sync_ms:.3f} ms)"
+    )
+    fake.close()
+    gc.collect()
+
+
+@section("search over 10,000 contexts")
+def bench_search(bench: Bench) -> None:
+    it = bench.iters(full=(300, 20), quick=(60, 5))
+    corpus_size, batch = 10_000, 500
+    gen = TextGen(seed=2)
+    fake, key = new_fake_with_key(plan="unlimited")
+    with fake.client(key) as client:
+        build_started = time.perf_counter_ns()
+        batch_times, items = populate(client, gen, corpus_size, batch=batch)
+        build_s = (time.perf_counter_ns() - build_started) / 1e9
+        bench.add(f"bulk-upsert {batch} (building the corpus)", Stats.from_ns(batch_times))
+        bench.note(
+            f"built {corpus_size:,} contexts in {build_s:.2f} s "
+            f"({len(batch_times)} bulk-upserts of {batch})"
+        )
+
+        queries = [gen.query() for _ in range(50)]
+        # How much work a query is: documents holding at least one of its terms.
+        doc_terms = [
+            set(
+                f"{c['title']} {c['content']} {' '.join(c['tags'])}".lower()
+                .replace(".", " ")
+                .split()
+            )
+            for c in items
+        ]
+        touched = [sum(1 for d in doc_terms if not d.isdisjoint(q.split())) for q in queries]
+        bench.note(
+            f"{len(queries)} queries of 1-4 words, cycled; each matches "
+            f"{statistics.median(touched):,.0f} docs (median; max {max(touched):,}) "
+            f"of {corpus_size:,}"
+        )
+
+        # Each timed function walks the same queries in the same order.
+        floor_q, plain_q, typed_q = (itertools.cycle(queries) for _ in range(3))
+        answers: dict[str, bytes] = {}
+        for q in queries:
+            response = expect(client.post("/api/search", json={"query": q, "limit": 10}), 200)
+            if not response.json()["results"]:
+                raise RuntimeError(f"search {q!r} found nothing")
+            answers[q] = response.content
+        canned = answers[queries[0]]  # one typical answer (10 hits) for the floor
+        floor = httpx2.Client(
+            transport=canned_transport({("POST", "/api/search"): (200, canned)}),
+            base_url=fake.base_url,
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        with floor:
+            floor_s, plain_s, typed_s = measure_interleaved(
+                [
+                    lambda: expect(
+                        floor.post("/api/search", json={"query": next(floor_q), "limit": 10}), 200
+                    ),
+                    lambda: expect(
+                        client.post("/api/search", json={"query": next(plain_q), "limit": 10}), 200
+                    ),
+                    lambda: expect(
+                        client.post(
+                            "/api/search",
+                            json={"query": next(typed_q), "limit": 10, "type": "incident"},
+                        ),
+                        200,
+                    ),
+                ],
+                it.n,
+                it.warmup,
+            )
+        bench.add("floor: POST search", floor_s)
+        bench.add(
+            "fake: POST search (limit 10)",
+            plain_s,
+            baseline="floor: POST search",
+            target=Target(max_ms=20.0),
+        )
+        bench.add("fake: POST search, type filter", typed_s, baseline="floor: POST search")
+    fake.close()
+    gc.collect()
+
+
+# ----- report -------------------------------------------------------------------------------------
+
+
+def fmt_ms(value: float) -> str:
+    return f"{value:.3f}" if value < 10 else f"{value:.1f}"
+
+
+def table(rows: Sequence[Row]) -> str:
+    header = ("benchmark", "n", "median ms", "p90 ms", "baseline", "x base", "target", "result")
+    lines: list[tuple[str, ...] | str] = []
+    current = None
+    for r in rows:
+        if r.section != current:
+            current = r.section
+            lines.append(f"== {current}")
+        lines.append(
+            (
+                r.name,
+                str(r.stats.n),
+                fmt_ms(r.stats.median_ms),
+                fmt_ms(r.stats.p90_ms),
+                r.baseline or "-",
+                "-" if r.ratio is None else f"{r.ratio:.2f}x",
+                r.target.describe() if r.target else "",
+                r.result or "",
+            )
+        )
+    cells = [line for line in lines if isinstance(line, tuple)]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
+    right = {1, 2, 3, 5}
+
+    def render(values: Sequence[str]) -> str:
+        out = [
+            v.rjust(w) if i in right else v.ljust(w)
+            for i, (v, w) in enumerate(zip(values, widths, strict=True))
+        ]
+        return "  ".join(out).rstrip()
+
+    out = [render(header), render(["-" * w for w in widths])]
+    out += [line if isinstance(line, str) else render(line) for line in lines]
+    return "\n".join(out)
+
+
+def environment(quick: bool) -> dict[str, Any]:
+    import fastapi
+
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpus": _cpu_count(),
+        "httpx2": getattr(httpx2, "__version__", "?"),
+        "fastapi": getattr(fastapi, "__version__", "?"),
+        "mode": "quick" if quick else "full",
+    }
+
+
+def _cpu_count() -> int | None:
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer iterations (a smoke run for CI)"
+    )
+    parser.add_argument(
+        "--json", metavar="PATH", type=Path, help="also write the results as JSON to PATH"
+    )
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument(
+        "--only",
+        metavar="TEXT",
+        action="append",
+        default=[],
+        help="run only the sections whose title contains TEXT (repeatable)",
+    )
+    args = parser.parse_args(argv)
+
+    bench = Bench(quick=args.quick)
+    env = environment(args.quick)
+    print(
+        f"fake-contextq benchmark ({env['mode']}): Python {env['python']} on "
+        f"{env['platform']}, {env['cpus']} CPU(s), httpx2 {env['httpx2']}, "
+        f"fastapi {env['fastapi']}",
+        flush=True,
+    )
+    started = time.perf_counter()
+    for title, fn in SECTIONS:
+        if args.only and not any(o.lower() in title.lower() for o in args.only):
+            continue
+        bench.current_section = title
+        section_started = time.perf_counter()
+        print(f"  running: {title} ...", end="", flush=True)
+        fn(bench)
+        print(f" {time.perf_counter() - section_started:.1f} s", flush=True)
+    elapsed = time.perf_counter() - started
+
+    print()
+    print(table(bench.rows))
+    if bench.notes:
+        print()
+        for note in bench.notes:
+            print(f"note: {note}")
+    judged = [r for r in bench.rows if r.result is not None]
+    missed = [r for r in judged if r.result == "MISS"]
+    print()
+    print(
+        f"targets: {len(judged) - len(missed)} PASS, {len(missed)} MISS"
+        + (f" ({', '.join(r.name for r in missed)})" if missed else "")
+        + f"; total {elapsed:.1f} s"
+    )
+
+    if args.json is not None:
+        payload = {
+            "environment": env,
+            "elapsed_s": round(elapsed, 3),
+            "rows": [
+                {
+                    "section": r.section,
+                    "name": r.name,
+                    **{k: round(v, 4) for k, v in asdict(r.stats).items()},
+                    "baseline": r.baseline,
+                    "ratio": None if r.ratio is None else round(r.ratio, 3),
+                    "target": None if r.target is None else asdict(r.target),
+                    "result": r.result,
+                    "note": r.note,
+                }
+                for r in bench.rows
+            ],
+            "notes": bench.notes,
+            "passed": len(judged) - len(missed),
+            "missed": [r.name for r in missed],
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 1 if args.strict and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
