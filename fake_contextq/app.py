@@ -8,10 +8,12 @@ A pure-ASGI middleware around everything records the journal and plays faults.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from fastapi import FastAPI, Request
@@ -26,6 +28,9 @@ from fake_contextq.errors import ApiError
 from fake_contextq.faults import ConnectionDropped, Faults
 from fake_contextq.journal import Journal, JournalEntry
 from fake_contextq.models import ContextQBackend
+
+if TYPE_CHECKING:
+    from fake_contextq.fake import FakeContextQ
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -84,13 +89,45 @@ def external_id_from(request: Request) -> str:
     return path[len(BY_EXTERNAL_PREFIX) :]
 
 
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """The state one request is served against; the routes find it in the ASGI scope."""
+
+    backend: ContextQBackend
+    journal: Journal
+    faults: Faults
+    fake: FakeContextQ | None = None
+    control_token: str | None = None
+
+
+SCOPE_KEY = "fake_contextq.binding"
+
+
+def binding(request: Request) -> Binding:
+    bound: Binding = request.scope[SCOPE_KEY]
+    return bound
+
+
 def create_app(
     backend: ContextQBackend,
     journal: Journal,
     faults: Faults,
-    extra: Callable[[FastAPI], None] | None = None,
+    *,
+    fake: FakeContextQ | None = None,
+    control_token: str | None = None,
 ) -> ASGIApp:
-    """The ASGI app: ContextQ's routes, plus whatever ``extra`` mounts (control routes)."""
+    """An ASGI app serving ``backend``; with a control token, the ``/_fake/`` routes too.
+
+    The FastAPI routing is built once per process and holds no state: each app made
+    here binds its own backend, journal and faults into every request's scope, so a
+    fresh fake costs microseconds, not a FastAPI build.
+    """
+    api = _routes(control=control_token is not None)
+    return Observed(api, Binding(backend, journal, faults, fake, control_token))
+
+
+@functools.cache
+def _routes(*, control: bool) -> FastAPI:
     api = FastAPI(
         title="fake-contextq",
         version="0.1.0",
@@ -99,10 +136,11 @@ def create_app(
         redoc_url=None,
     )
 
-    def principal(request: Request) -> r.Principal:
+    def principal(request: Request) -> tuple[r.Principal, ContextQBackend]:
+        backend = binding(request).backend
         p = backend.authenticate(request.headers.get("authorization"))
         request.state.tenant_id = p.tenant_id
-        return p
+        return p, backend
 
     @api.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> Response:
@@ -159,7 +197,7 @@ def create_app(
         responses=oa.responses(201, oa.CONTEXT, 400, 402, 403, 409),
     )
     async def create_context(request: Request) -> Response:
-        p = principal(request)
+        p, backend = principal(request)
         return json_response(
             201, contract.context_json(backend.create_context(p, await read_body(request)))
         )
@@ -177,7 +215,7 @@ def create_app(
         responses=oa.responses(200, oa.PAGE, 400, 403),
     )
     async def list_contexts(request: Request) -> Response:
-        p = principal(request)
+        p, backend = principal(request)
         return json_response(
             200, contract.page_json(backend.list_contexts(p, request.query_params))
         )
@@ -189,7 +227,7 @@ def create_app(
         responses=oa.responses(200, oa.BULK_RESULT, 400, 402, 403),
     )
     async def bulk_upsert(request: Request) -> Response:
-        p = principal(request)
+        p, backend = principal(request)
         return json_response(
             200, contract.bulk_json(backend.bulk_upsert(p, await read_body(request)))
         )
@@ -197,10 +235,11 @@ def create_app(
     @api.get(
         "/api/contexts/by-external/{external_id:path}",
         tags=["contexts"],
+        openapi_extra=oa.EXTERNAL_ID_PARAM,
         responses=oa.responses(200, oa.CONTEXT, 400, 403, 404),
     )
-    async def get_by_external(request: Request, external_id: str) -> Response:  # noqa: ARG001
-        p = principal(request)
+    async def get_by_external(request: Request) -> Response:
+        p, backend = principal(request)
         return json_response(
             200,
             contract.context_json(backend.get_context_by_external(p, external_id_from(request))),
@@ -209,20 +248,23 @@ def create_app(
     @api.get(
         "/api/contexts/{context_id}",
         tags=["contexts"],
+        openapi_extra=oa.ID_PARAM,
         responses=oa.responses(200, oa.CONTEXT, 400, 403, 404),
     )
-    async def get_context(request: Request, context_id: str) -> Response:
-        p = principal(request)
+    async def get_context(request: Request) -> Response:
+        context_id = request.path_params["context_id"]
+        p, backend = principal(request)
         return json_response(200, contract.context_json(backend.get_context(p, context_id)))
 
     @api.put(
         "/api/contexts/{context_id}",
         tags=["contexts"],
-        openapi_extra=oa.json_body(oa.CONTEXT_UPDATE),
+        openapi_extra=oa.merged(oa.ID_PARAM, oa.json_body(oa.CONTEXT_UPDATE)),
         responses=oa.responses(200, oa.CONTEXT, 400, 403, 404, 409),
     )
-    async def update_context(request: Request, context_id: str) -> Response:
-        p = principal(request)
+    async def update_context(request: Request) -> Response:
+        context_id = request.path_params["context_id"]
+        p, backend = principal(request)
         return json_response(
             200,
             contract.context_json(backend.update_context(p, context_id, await read_body(request))),
@@ -232,10 +274,12 @@ def create_app(
         "/api/contexts/{context_id}",
         status_code=204,
         tags=["contexts"],
+        openapi_extra=oa.ID_PARAM,
         responses=oa.responses(204, None, 400, 403, 404),
     )
-    async def delete_context(request: Request, context_id: str) -> Response:
-        p = principal(request)
+    async def delete_context(request: Request) -> Response:
+        context_id = request.path_params["context_id"]
+        p, backend = principal(request)
         backend.delete_context(p, context_id)
         return Response(status_code=204)
 
@@ -245,7 +289,7 @@ def create_app(
         "/api/workspaces", tags=["workspaces"], responses=oa.responses(200, oa.WORKSPACES, 403)
     )
     async def list_workspaces(request: Request) -> Response:
-        p = principal(request)
+        p, backend = principal(request)
         return json_response(200, contract.workspaces_json(backend.list_workspaces(p)))
 
     @api.post(
@@ -256,7 +300,7 @@ def create_app(
         responses=oa.responses(201, oa.WORKSPACE, 400, 403, 409),
     )
     async def create_workspace(request: Request) -> Response:
-        p = principal(request)
+        p, backend = principal(request)
         return json_response(
             201, contract.workspace_json(backend.create_workspace(p, await read_body(request)))
         )
@@ -264,20 +308,24 @@ def create_app(
     @api.post(
         "/api/workspaces/{slug}/archive",
         tags=["workspaces"],
+        openapi_extra=oa.SLUG_PARAM,
         responses=oa.responses(200, oa.WORKSPACE, 403, 404),
     )
-    async def archive_workspace(request: Request, slug: str) -> Response:
-        p = principal(request)
+    async def archive_workspace(request: Request) -> Response:
+        slug = request.path_params["slug"]
+        p, backend = principal(request)
         return json_response(200, contract.workspace_json(backend.archive_workspace(p, slug)))
 
     @api.delete(
         "/api/workspaces/{slug}",
         status_code=204,
         tags=["workspaces"],
+        openapi_extra=oa.SLUG_PARAM,
         responses=oa.responses(204, None, 403, 404, 409),
     )
-    async def delete_workspace(request: Request, slug: str) -> Response:
-        p = principal(request)
+    async def delete_workspace(request: Request) -> Response:
+        slug = request.path_params["slug"]
+        p, backend = principal(request)
         backend.delete_workspace(p, slug)
         return Response(status_code=204)
 
@@ -290,12 +338,14 @@ def create_app(
         responses=oa.responses(200, oa.SEARCH_RESULT, 400, 403),
     )
     async def search(request: Request) -> Response:
-        p = principal(request)
+        p, backend = principal(request)
         return json_response(200, contract.search_json(backend.search(p, await read_body(request))))
 
-    if extra is not None:
-        extra(api)
-    return Observed(api, journal, faults)
+    if control:
+        from fake_contextq.control import mount_control
+
+        mount_control(api)
+    return api
 
 
 class Observed:
@@ -304,12 +354,14 @@ class Observed:
     Control routes (``/_fake/``) are neither journaled nor subject to faults.
     """
 
-    def __init__(self, app: ASGIApp, journal: Journal, faults: Faults) -> None:
+    def __init__(self, app: ASGIApp, bound: Binding) -> None:
         self.app = app
-        self.journal = journal
-        self.faults = faults
+        self.bound = bound
+        self.journal = bound.journal
+        self.faults = bound.faults
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope[SCOPE_KEY] = self.bound
         path: str = scope.get("path", "")
         if scope["type"] != "http" or path.startswith(CONTROL_PREFIX):
             await self.app(scope, receive, send)

@@ -153,7 +153,9 @@ CONTEXT_REQUIRED_ON_CREATE: Final = ("type", "title", "content")
 
 def timestamp(at: datetime) -> str:
     """[assumed] ISO-8601 UTC with milliseconds and ``Z``, as JavaScript's toISOString."""
-    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+    if at.utcoffset():
+        at = at.astimezone(UTC)
+    return at.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 # --- Audit log ---------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from fastapi.responses import Response
 
 from fake_contextq import _msgs, contract
 from fake_contextq._validate import Issues, Reader, decode_json
-from fake_contextq.app import json_response, read_body
+from fake_contextq.app import binding, json_response, read_body
 from fake_contextq.errors import AuditChainError, unauthorized
 
 if TYPE_CHECKING:
@@ -41,14 +41,22 @@ async def _object(request: Request) -> Reader:
     return Reader(decode_json(raw) if raw else {}, issues)
 
 
-def mount_control(api: FastAPI, fake: FakeContextQ, token: str) -> None:
-    """Add the control routes to ``api``; every one checks ``token`` first."""
+def mount_control(api: FastAPI) -> None:
+    """Add the control routes to ``api``; each checks the bound control token first."""
 
-    def guard(request: Request) -> None:
+    def guard(request: Request) -> FakeContextQ:
+        bound = binding(request)
+        token, fake = bound.control_token, bound.fake
         header = request.headers.get("authorization", "")
         scheme, _, given = header.partition(" ")
-        if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip(), token):
+        if (
+            token is None
+            or fake is None
+            or scheme.lower() != "bearer"
+            or not secrets.compare_digest(given.strip(), token)
+        ):
             raise unauthorized(_msgs.CONTROL_TOKEN_REQUIRED)
+        return fake
 
     def tenant_id(raw: str) -> int:
         return contract.parse_id(raw, "tenant_id")
@@ -61,12 +69,12 @@ def mount_control(api: FastAPI, fake: FakeContextQ, token: str) -> None:
 
     @api.get("/_fake/tenants", **opts)
     async def list_tenants(request: Request) -> Response:
-        guard(request)
+        fake = guard(request)
         return json_response(200, {"items": [_tenant_json(fake, t.id) for t in fake.tenants()]})
 
     @api.post("/_fake/tenants", **opts)
     async def create_tenant(request: Request) -> Response:
-        guard(request)
+        fake = guard(request)
         body = await _object(request)
         name = body.string("name", nullable=True, min_len=1, max_len=200)
         plan = body.string("plan", nullable=True) or contract.DEFAULT_PLAN
@@ -76,7 +84,7 @@ def mount_control(api: FastAPI, fake: FakeContextQ, token: str) -> None:
 
     @api.put("/_fake/tenants/{tid}/plan", **opts)
     async def set_plan(request: Request, tid: str) -> Response:
-        guard(request)
+        fake = guard(request)
         body = await _object(request)
         plan = body.string("plan", required=True)
         body.issues.check()
@@ -86,7 +94,7 @@ def mount_control(api: FastAPI, fake: FakeContextQ, token: str) -> None:
 
     @api.post("/_fake/tenants/{tid}/keys", **opts)
     async def mint_key(request: Request, tid: str) -> Response:
-        guard(request)
+        fake = guard(request)
         body = await _object(request)
         scopes = body.string_list("scopes", max_items=3, max_item_len=10)
         body.issues.check()
@@ -102,7 +110,7 @@ def mount_control(api: FastAPI, fake: FakeContextQ, token: str) -> None:
 
     @api.post("/_fake/tenants/{tid}/workspaces", **opts)
     async def create_workspace(request: Request, tid: str) -> Response:
-        guard(request)
+        fake = guard(request)
         body = await _object(request)
         slug = body.string("slug", required=True)
         name = body.string("name", nullable=True)
@@ -113,39 +121,39 @@ def mount_control(api: FastAPI, fake: FakeContextQ, token: str) -> None:
 
     @api.get("/_fake/tenants/{tid}/contexts", **opts)
     async def tenant_contexts(request: Request, tid: str) -> Response:
-        guard(request)
+        fake = guard(request)
         return json_response(200, {"items": fake.context_json(tenant_id(tid))})
 
     @api.get("/_fake/tenants/{tid}/workspaces", **opts)
     async def tenant_workspaces(request: Request, tid: str) -> Response:
-        guard(request)
+        fake = guard(request)
         return json_response(200, contract.workspaces_json(fake.workspaces(tenant_id(tid))))
 
     @api.post("/_fake/reset", **opts)
     async def reset(request: Request) -> Response:
-        guard(request)
+        fake = guard(request)
         fake.reset()
         return Response(status_code=204)
 
     @api.get("/_fake/journal", **opts)
     async def journal(request: Request) -> Response:
-        guard(request)
+        fake = guard(request)
         return json_response(200, {"entries": [e.as_dict() for e in fake.journal]})
 
     @api.delete("/_fake/journal", **opts)
     async def clear_journal(request: Request) -> Response:
-        guard(request)
+        fake = guard(request)
         fake.journal.clear()
         return Response(status_code=204)
 
     @api.get("/_fake/faults", **opts)
     async def list_faults(request: Request) -> Response:
-        guard(request)
+        fake = guard(request)
         return json_response(200, {"items": [f.as_dict() for f in fake.faults.active()]})
 
     @api.post("/_fake/faults", **opts)
     async def inject_fault(request: Request) -> Response:
-        guard(request)
+        fake = guard(request)
         body = await _object(request)
         method = body.string("method", required=True, min_len=1)
         path = body.string("path", required=True, min_len=1)
@@ -180,13 +188,13 @@ def mount_control(api: FastAPI, fake: FakeContextQ, token: str) -> None:
 
     @api.delete("/_fake/faults", **opts)
     async def clear_faults(request: Request) -> Response:
-        guard(request)
+        fake = guard(request)
         fake.faults.clear()
         return Response(status_code=204)
 
     @api.get("/_fake/audit", **opts)
     async def audit_log(request: Request) -> Response:
-        guard(request)
+        fake = guard(request)
         rows = [
             {**row.hashed_fields(), "prev_hash": row.prev_hash, "hash": row.hash}
             for row in fake.audit_log()
@@ -195,7 +203,7 @@ def mount_control(api: FastAPI, fake: FakeContextQ, token: str) -> None:
 
     @api.post("/_fake/audit/verify", **opts)
     async def verify(request: Request) -> Response:
-        guard(request)
+        fake = guard(request)
         try:
             rows = fake.verify_audit_chain()
         except AuditChainError as exc:

@@ -123,14 +123,7 @@ class FakeContextQ:
 
     def control_app(self, token: str) -> ASGIApp:
         """The API plus the ``/_fake/`` control routes, guarded by ``token``."""
-        from fake_contextq.control import mount_control
-
-        return create_app(
-            self.backend,
-            self.journal,
-            self.faults,
-            extra=lambda api: mount_control(api, self, token),
-        )
+        return create_app(self.backend, self.journal, self.faults, fake=self, control_token=token)
 
     def serve(
         self,

@@ -173,6 +173,24 @@ ERROR: Schema = {
 }
 
 
+def path_param(name: str, schema: Schema) -> Schema:
+    """A documented path parameter; the route reads it from ``request.path_params``."""
+    return {"parameters": [{"name": name, "in": "path", "required": True, "schema": schema}]}
+
+
+ID_PARAM: Schema = path_param("context_id", {"type": "string", "pattern": "^[0-9]+$"})
+SLUG_PARAM: Schema = path_param("slug", {"type": "string"})
+EXTERNAL_ID_PARAM: Schema = path_param("external_id", {"type": "string", "minLength": 1})
+
+
+def merged(*parts: Schema) -> Schema:
+    out: Schema = {}
+    for part in parts:
+        for key, value in part.items():
+            out[key] = out.get(key, []) + value if isinstance(value, list) else value
+    return out
+
+
 def json_body(schema: Schema) -> Schema:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
