@@ -83,6 +83,25 @@ def issue_path(parts: Sequence[str | int]) -> str:
     return ".".join(str(p) for p in parts)
 
 
+class ErrorCode:
+    """[assumed] The ``error`` codes, for clients that branch on them (see ``_msgs``)."""
+
+    UNAUTHORIZED: Final = _msgs.UNAUTHORIZED
+    SCOPE_DENIED: Final = _msgs.SCOPE_DENIED
+    NOT_FOUND: Final = _msgs.NOT_FOUND
+    VALIDATION_ERROR: Final = _msgs.VALIDATION_ERROR
+    EXTERNAL_ID_TAKEN: Final = _msgs.EXTERNAL_ID_TAKEN
+    WORKSPACE_TAKEN: Final = _msgs.WORKSPACE_TAKEN
+    SEQ_CONFLICT: Final = _msgs.SEQ_CONFLICT
+    WORKSPACE_NOT_EMPTY: Final = _msgs.WORKSPACE_NOT_EMPTY
+    QUOTA_EXCEEDED: Final = _msgs.QUOTA_EXCEEDED
+    NO_WORKSPACE: Final = _msgs.NO_WORKSPACE
+    EVIDENCE_REQUIRED: Final = _msgs.EVIDENCE_REQUIRED
+    LLM_UNAVAILABLE: Final = _msgs.LLM_UNAVAILABLE
+    PAYLOAD_TOO_LARGE: Final = _msgs.PAYLOAD_TOO_LARGE
+    UNSUPPORTED_MEDIA_TYPE: Final = _msgs.UNSUPPORTED_MEDIA_TYPE
+
+
 # --- Plans and quotas ----------------------------------------------------------------------------
 
 # [seed] free = 100 contexts; [assumed] pro and unlimited. ``None`` means no limit.
@@ -149,6 +168,33 @@ SEARCH_TAGS_MATCH_ALL: Final = True
 # Unknown fields are ignored (zod's default).
 CONTEXT_FIELDS: Final = ("type", "title", "content", "tags", "externalId", "workspace", "metadata")
 CONTEXT_REQUIRED_ON_CREATE: Final = ("type", "title", "content")
+
+
+# [assumed] Python attribute -> JSON field, for contexts and workspaces (camelCase on the wire).
+CONTEXT_WIRE_NAMES: Final[Mapping[str, str]] = {
+    "id": "id",
+    "workspace": "workspace",
+    "type": "type",
+    "title": "title",
+    "content": "content",
+    "tags": "tags",
+    "external_id": "externalId",
+    "metadata": "metadata",
+    "created_at": "createdAt",
+    "updated_at": "updatedAt",
+}
+WORKSPACE_WIRE_NAMES: Final[Mapping[str, str]] = {
+    "id": "id",
+    "slug": "slug",
+    "name": "name",
+    "archived": "archived",
+    "created_at": "createdAt",
+}
+
+
+def parse_timestamp(text: str) -> datetime:
+    """The inverse of ``timestamp``: an aware UTC datetime."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def timestamp(at: datetime) -> str:
@@ -374,19 +420,16 @@ def parse_id(raw: str, name: str = "id") -> int:
 
 def context_json(c: r.Context, *, with_content: bool = True) -> dict[str, Any]:
     """[assumed] the JSON of a context; [seed] a summary never carries ``content``."""
-    out: dict[str, Any] = {
-        "id": c.id,
-        "workspace": c.workspace,
-        "type": c.type,
-        "title": c.title,
-    }
-    if with_content:
-        out["content"] = c.content
-    out["tags"] = list(c.tags)
-    out["externalId"] = c.external_id
-    out["metadata"] = c.metadata
-    out["createdAt"] = timestamp(c.created_at)
-    out["updatedAt"] = timestamp(c.updated_at)
+    out: dict[str, Any] = {}
+    for attr, wire in CONTEXT_WIRE_NAMES.items():
+        if attr == "content" and not with_content:
+            continue
+        value = getattr(c, attr)
+        if attr in ("created_at", "updated_at"):
+            value = timestamp(value)
+        elif attr == "tags":
+            value = list(value)
+        out[wire] = value
     return out
 
 
@@ -421,13 +464,9 @@ def search_json(hits: Sequence[r.SearchHit]) -> dict[str, Any]:
 
 
 def workspace_json(w: r.Workspace) -> dict[str, Any]:
-    return {
-        "id": w.id,
-        "slug": w.slug,
-        "name": w.name,
-        "archived": w.archived,
-        "createdAt": timestamp(w.created_at),
-    }
+    out: dict[str, Any] = {wire: getattr(w, attr) for attr, wire in WORKSPACE_WIRE_NAMES.items()}
+    out[WORKSPACE_WIRE_NAMES["created_at"]] = timestamp(w.created_at)
+    return out
 
 
 def workspaces_json(items: Sequence[r.Workspace]) -> dict[str, Any]:

@@ -1,0 +1,219 @@
+"""The ContextQ endpoints as request plans: what to send and how to read the answer.
+
+Both clients execute these plans; neither knows a route or a field name of its own.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx2
+
+from adapter import errors
+from adapter.types import (
+    BulkUpsertResult,
+    Context,
+    ContextInput,
+    ContextPage,
+    SearchResult,
+    Workspace,
+    context_body,
+)
+
+T = TypeVar("T")
+
+RETRY_BACKOFF = 0.5  # seconds before the first retry (then doubling, with full jitter)
+RETRY_BACKOFF_CAP = 8.0
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    """One request to make, and how to turn a 2xx answer into a result."""
+
+    method: str
+    path: str
+    parse: Callable[[httpx2.Response], T]
+    params: Mapping[str, Any] | None = None
+    json: Any = None
+    # GET, PUT and DELETE may be retried; so may a search (read-only) and a bulk upsert
+    # (idempotent on externalId). A create is never retried: a lost answer may hide a row.
+    retryable: bool = False
+
+
+def _none(_: httpx2.Response) -> None:
+    return None
+
+
+def _json(response: httpx2.Response) -> Any:
+    return response.json()
+
+
+def external_id_segment(external_id: str) -> str:
+    """The external id as one path segment; '.' and '..' keep their dots encoded so URL
+    normalisation cannot remove them."""
+    segment = quote(external_id, safe="")
+    return segment.replace(".", "%2E") if segment in (".", "..") else segment
+
+
+# ----- contexts -----
+
+
+def create_context(
+    type: str, title: str, content: str, *, external_id: str | None, tags: Sequence[str],
+    workspace: str | None, metadata: Mapping[str, Any] | None,
+) -> Call[Context]:
+    body = context_body(type=type, title=title, content=content, external_id=external_id,
+                        tags=tags, workspace=workspace,
+                        metadata=None if metadata is None else dict(metadata))
+    return Call("POST", "/api/contexts", lambda r: Context.from_wire(r.json()), json=body)
+
+
+def list_contexts(
+    *, workspace: str | None, tag: str | None, type: str | None, limit: int | None,
+    offset: int | None,
+) -> Call[ContextPage]:
+    params = {k: v for k, v in (("workspace", workspace), ("tag", tag), ("type", type),
+                                ("limit", limit), ("offset", offset)) if v is not None}
+    return Call("GET", "/api/contexts", lambda r: ContextPage.from_wire(r.json()),
+                params=params, retryable=True)
+
+
+def get_context(context_id: int) -> Call[Context]:
+    return Call("GET", f"/api/contexts/{int(context_id)}", lambda r: Context.from_wire(r.json()),
+                retryable=True)
+
+
+def get_context_by_external_id(external_id: str) -> Call[Context]:
+    return Call("GET", "/api/contexts/by-external/" + external_id_segment(external_id),
+                lambda r: Context.from_wire(r.json()), retryable=True)
+
+
+def update_context(context_id: int, fields: Mapping[str, Any]) -> Call[Context]:
+    body = context_body(**{k: v for k, v in fields.items()},
+                        keep_none=("external_id", "workspace", "metadata"))
+    return Call("PUT", f"/api/contexts/{int(context_id)}", lambda r: Context.from_wire(r.json()),
+                json=body, retryable=True)
+
+
+def delete_context(context_id: int) -> Call[None]:
+    return Call("DELETE", f"/api/contexts/{int(context_id)}", _none, retryable=True)
+
+
+def bulk_upsert(items: Iterable[ContextInput | Mapping[str, Any]]) -> Call[BulkUpsertResult]:
+    wire = [i.to_wire() if isinstance(i, ContextInput) else context_body(**i) for i in items]
+    return Call("POST", "/api/contexts/bulk-upsert",
+                lambda r: BulkUpsertResult.from_wire(r.json()), json={"contexts": wire},
+                retryable=True)
+
+
+# ----- workspaces -----
+
+
+def list_workspaces() -> Call[list[Workspace]]:
+    return Call("GET", "/api/workspaces",
+                lambda r: [Workspace.from_wire(w) for w in r.json()["items"]], retryable=True)
+
+
+def create_workspace(slug: str, name: str | None) -> Call[Workspace]:
+    body: dict[str, Any] = {"slug": slug}
+    if name is not None:
+        body["name"] = name
+    return Call("POST", "/api/workspaces", lambda r: Workspace.from_wire(r.json()), json=body)
+
+
+def archive_workspace(slug: str) -> Call[Workspace]:
+    return Call("POST", f"/api/workspaces/{quote(slug, safe='')}/archive",
+                lambda r: Workspace.from_wire(r.json()), retryable=True)
+
+
+def delete_workspace(slug: str) -> Call[None]:
+    return Call("DELETE", f"/api/workspaces/{quote(slug, safe='')}", _none, retryable=True)
+
+
+# ----- search -----
+
+
+def search(
+    query: str, *, type: str | None, workspace: str | None, tags: Sequence[str] | None,
+    limit: int | None,
+) -> Call[list[SearchResult]]:
+    body: dict[str, Any] = {"query": query}
+    for name, value in (("type", type), ("workspace", workspace), ("limit", limit)):
+        if value is not None:
+            body[name] = value
+    if tags:
+        body["tags"] = list(tags)
+    return Call("POST", "/api/search",
+                lambda r: [SearchResult.from_wire(h) for h in r.json()["results"]], json=body,
+                retryable=True)
+
+
+# ----- answers, errors and retries -----
+
+
+def finish(call: Call[T], response: httpx2.Response) -> T:
+    """The parsed result of a 2xx answer, or the typed error of any other."""
+    if 200 <= response.status_code < 300:
+        try:
+            return call.parse(response)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise errors.ContextQError(
+                f"unexpected answer body ({type(exc).__name__}: {exc})",
+                status=response.status_code, method=call.method, path=call.path,
+            ) from None
+    raise error_for(call, response)
+
+
+def error_for(call: Call[Any], response: httpx2.Response) -> errors.ContextQError:
+    body: Any
+    try:
+        body = response.json()
+    except (ValueError, UnicodeDecodeError):
+        body = None
+    code: str | None = None
+    message = response.reason_phrase or "error"
+    details: dict[str, Any] = {}
+    if isinstance(body, dict):
+        code = body.get("error") if isinstance(body.get("error"), str) else None
+        if isinstance(body.get("message"), str):
+            message = body["message"]
+        details = {k: v for k, v in body.items() if k not in ("error", "message")}
+    elif response.content:
+        message = response.text[:200]
+    cls = errors.error_class(response.status_code, code)
+    return cls(message, status=response.status_code, code=code, details=details,
+               method=call.method, path=call.path)
+
+
+def transport_error(call: Call[Any], exc: httpx2.TransportError) -> errors.ContextQError:
+    cls = (errors.ContextQTimeoutError if isinstance(exc, httpx2.TimeoutException)
+           else errors.ContextQConnectionError)
+    return cls(f"no answer from ContextQ ({type(exc).__name__}: {exc})",
+               method=call.method, path=call.path)
+
+
+def may_retry(call: Call[Any], attempt: int, max_retries: int,
+              response: httpx2.Response | None) -> bool:
+    """Retry a retryable call on a transport error (``response`` None) or a 5xx."""
+    if not call.retryable or attempt >= max_retries:
+        return False
+    return response is None or response.status_code >= 500
+
+
+def retry_delay(attempt: int, response: httpx2.Response | None, backoff: float,
+                rng: random.Random) -> float:
+    """Exponential backoff with full jitter; a numeric ``Retry-After`` wins when shorter
+    than the cap."""
+    if response is not None:
+        after = response.headers.get("retry-after", "")
+        try:
+            seconds = float(after)
+        except ValueError:
+            seconds = -1.0
+        if 0 <= seconds <= RETRY_BACKOFF_CAP:
+            return seconds
+    return rng.uniform(0, min(RETRY_BACKOFF_CAP, backoff * 2**attempt))

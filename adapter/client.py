@@ -1,0 +1,357 @@
+"""``ContextQClient`` and ``AsyncContextQClient``: typed, retrying clients on httpx2.
+
+Both execute the request plans of ``_api``; they differ only in how they wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import httpx2
+
+from adapter import _api
+from adapter.types import (
+    BulkUpsertResult,
+    Context,
+    ContextInput,
+    ContextPage,
+    ContextSummary,
+    SearchResult,
+    Workspace,
+)
+from fake_contextq.contract import KEY_RE, LIST_MAX_LIMIT
+
+T = TypeVar("T")
+log = logging.getLogger("adapter")
+
+DEFAULT_BASE_URL = "http://localhost:38200"
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_RETRIES = 2
+KEY_ENV = "CONTEXT_API_KEY"
+URL_ENV = "CONTEXT_API_URL"
+UNSET: Any = object()
+
+
+class _Options:
+    """Resolved options shared by both clients; the key is kept out of every repr."""
+
+    def __init__(
+        self,
+        api_key: str | None,
+        base_url: str | None,
+        timeout: float | httpx2.Timeout | None,
+        max_retries: int,
+        retry_backoff: float,
+        http_client: httpx2.Client | httpx2.AsyncClient | None,
+    ) -> None:
+        key = api_key if api_key is not None else os.environ.get(KEY_ENV)
+        if not key:
+            raise ValueError(f"No ContextQ API key: pass api_key= or set {KEY_ENV}.")
+        if not KEY_RE.fullmatch(key):
+            raise ValueError(
+                "The ContextQ API key does not look like one (expected 'sk_live_' and 40 "
+                "lowercase hex characters); check the value of api_key / " + KEY_ENV + "."
+            )
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        given_url = str(http_client.base_url) if http_client is not None else ""
+        url = base_url or given_url or os.environ.get(URL_ENV) or DEFAULT_BASE_URL
+        self.base_url = url.rstrip("/")
+        self.headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.retry_backoff = retry_backoff
+        self.rng = random.Random()
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def request_kwargs(self, call: _api.Call[Any]) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"headers": self.headers}
+        if call.params:
+            kwargs["params"] = dict(call.params)
+        if call.json is not None:
+            kwargs["json"] = call.json
+        if self.timeout is not None:
+            kwargs["timeout"] = self.timeout
+        return kwargs
+
+    def log_retry(self, call: _api.Call[Any], attempt: int, why: str, delay: float) -> None:
+        log.info("ContextQ %s %s: %s; retry %d of %d in %.2fs", call.method, call.path, why,
+                 attempt + 1, self.max_retries, delay)
+
+
+def _why(response: httpx2.Response | None, exc: Exception | None) -> str:
+    return f"status {response.status_code}" if response is not None else type(exc).__name__
+
+
+class ContextQClient:
+    """A typed client for ContextQ's HTTP API.
+
+    ``api_key`` defaults to ``$CONTEXT_API_KEY``; ``base_url`` to ``$CONTEXT_API_URL``,
+    else ``http://localhost:38200``. Idempotent calls are retried ``max_retries`` times
+    on 5xx answers and transport errors, with exponential backoff and jitter; 4xx never
+    are. ``http_client`` uses your own ``httpx2.Client`` (e.g. one bound to a fake).
+    """
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: float | httpx2.Timeout | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        retry_backoff: float = _api.RETRY_BACKOFF,
+        http_client: httpx2.Client | None = None,
+    ) -> None:
+        self._opts = _Options(api_key, base_url, timeout, max_retries, retry_backoff,
+                              http_client)
+        self._owns_http = http_client is None
+        self._http = http_client if http_client is not None else httpx2.Client(
+            timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+
+    @property
+    def base_url(self) -> str:
+        return self._opts.base_url
+
+    def _send(self, call: _api.Call[T]) -> T:
+        attempt = 0
+        while True:
+            response: httpx2.Response | None = None
+            error: httpx2.TransportError | None = None
+            try:
+                response = self._http.request(call.method, self._opts.url(call.path),
+                                              **self._opts.request_kwargs(call))
+            except httpx2.TransportError as exc:
+                error = exc
+            if _api.may_retry(call, attempt, self._opts.max_retries, response):
+                delay = _api.retry_delay(attempt, response, self._opts.retry_backoff,
+                                         self._opts.rng)
+                self._opts.log_retry(call, attempt, _why(response, error), delay)
+                time.sleep(delay)
+                attempt += 1
+                continue
+            if error is not None:
+                raise _api.transport_error(call, error) from None
+            assert response is not None
+            return _api.finish(call, response)
+
+    # ----- contexts -----
+
+    def create_context(
+        self, type: str, title: str, content: str, *, external_id: str | None = None,
+        tags: Sequence[str] = (), workspace: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Context:
+        return self._send(_api.create_context(
+            type, title, content, external_id=external_id, tags=tags, workspace=workspace,
+            metadata=metadata))
+
+    def list_contexts(
+        self, *, workspace: str | None = None, tag: str | None = None, type: str | None = None,
+        limit: int | None = None, offset: int | None = None,
+    ) -> ContextPage:
+        return self._send(_api.list_contexts(workspace=workspace, tag=tag, type=type,
+                                             limit=limit, offset=offset))
+
+    def iter_contexts(
+        self, *, workspace: str | None = None, tag: str | None = None, type: str | None = None,
+        page_size: int = LIST_MAX_LIMIT,
+    ) -> Iterator[ContextSummary]:
+        """Every matching summary, paging through as many pages as it takes."""
+        offset = 0
+        while True:
+            page = self.list_contexts(workspace=workspace, tag=tag, type=type, limit=page_size,
+                                      offset=offset)
+            yield from page.items
+            offset += len(page.items)
+            if not page.items or offset >= page.total:
+                return
+
+    def get_context(self, context_id: int) -> Context:
+        return self._send(_api.get_context(context_id))
+
+    def get_context_by_external_id(self, external_id: str) -> Context:
+        return self._send(_api.get_context_by_external_id(external_id))
+
+    def update_context(self, context_id: int, **fields: Any) -> Context:
+        """Replace the given fields (``content``, ``title``, ``tags``, ``external_id``, ...)."""
+        return self._send(_api.update_context(context_id, fields))
+
+    def delete_context(self, context_id: int) -> None:
+        self._send(_api.delete_context(context_id))
+
+    def bulk_upsert(self, items: Iterable[ContextInput | Mapping[str, Any]]) -> BulkUpsertResult:
+        return self._send(_api.bulk_upsert(items))
+
+    # ----- workspaces -----
+
+    def list_workspaces(self) -> list[Workspace]:
+        return self._send(_api.list_workspaces())
+
+    def create_workspace(self, slug: str, name: str | None = None) -> Workspace:
+        return self._send(_api.create_workspace(slug, name))
+
+    def archive_workspace(self, slug: str) -> Workspace:
+        return self._send(_api.archive_workspace(slug))
+
+    def delete_workspace(self, slug: str) -> None:
+        self._send(_api.delete_workspace(slug))
+
+    # ----- search -----
+
+    def search(
+        self, query: str, *, type: str | None = None, workspace: str | None = None,
+        tags: Sequence[str] | None = None, limit: int | None = None,
+    ) -> list[SearchResult]:
+        return self._send(_api.search(query, type=type, workspace=workspace, tags=tags,
+                                      limit=limit))
+
+    # ----- life -----
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r}, api_key=<hidden>)"
+
+
+class AsyncContextQClient:
+    """The async twin of ``ContextQClient``: same options, same methods, awaited."""
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: float | httpx2.Timeout | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        retry_backoff: float = _api.RETRY_BACKOFF,
+        http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        self._opts = _Options(api_key, base_url, timeout, max_retries, retry_backoff,
+                              http_client)
+        self._owns_http = http_client is None
+        self._http = http_client if http_client is not None else httpx2.AsyncClient(
+            timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+
+    @property
+    def base_url(self) -> str:
+        return self._opts.base_url
+
+    async def _send(self, call: _api.Call[T]) -> T:
+        attempt = 0
+        while True:
+            response: httpx2.Response | None = None
+            error: httpx2.TransportError | None = None
+            try:
+                response = await self._http.request(call.method, self._opts.url(call.path),
+                                                    **self._opts.request_kwargs(call))
+            except httpx2.TransportError as exc:
+                error = exc
+            if _api.may_retry(call, attempt, self._opts.max_retries, response):
+                delay = _api.retry_delay(attempt, response, self._opts.retry_backoff,
+                                         self._opts.rng)
+                self._opts.log_retry(call, attempt, _why(response, error), delay)
+                await asyncio.sleep(delay)
+                attempt += 1
+                continue
+            if error is not None:
+                raise _api.transport_error(call, error) from None
+            assert response is not None
+            return _api.finish(call, response)
+
+    async def create_context(
+        self, type: str, title: str, content: str, *, external_id: str | None = None,
+        tags: Sequence[str] = (), workspace: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Context:
+        return await self._send(_api.create_context(
+            type, title, content, external_id=external_id, tags=tags, workspace=workspace,
+            metadata=metadata))
+
+    async def list_contexts(
+        self, *, workspace: str | None = None, tag: str | None = None, type: str | None = None,
+        limit: int | None = None, offset: int | None = None,
+    ) -> ContextPage:
+        return await self._send(_api.list_contexts(workspace=workspace, tag=tag, type=type,
+                                                   limit=limit, offset=offset))
+
+    async def iter_contexts(
+        self, *, workspace: str | None = None, tag: str | None = None, type: str | None = None,
+        page_size: int = LIST_MAX_LIMIT,
+    ) -> AsyncIterator[ContextSummary]:
+        offset = 0
+        while True:
+            page = await self.list_contexts(workspace=workspace, tag=tag, type=type,
+                                            limit=page_size, offset=offset)
+            for item in page.items:
+                yield item
+            offset += len(page.items)
+            if not page.items or offset >= page.total:
+                return
+
+    async def get_context(self, context_id: int) -> Context:
+        return await self._send(_api.get_context(context_id))
+
+    async def get_context_by_external_id(self, external_id: str) -> Context:
+        return await self._send(_api.get_context_by_external_id(external_id))
+
+    async def update_context(self, context_id: int, **fields: Any) -> Context:
+        return await self._send(_api.update_context(context_id, fields))
+
+    async def delete_context(self, context_id: int) -> None:
+        await self._send(_api.delete_context(context_id))
+
+    async def bulk_upsert(
+        self, items: Iterable[ContextInput | Mapping[str, Any]]
+    ) -> BulkUpsertResult:
+        return await self._send(_api.bulk_upsert(items))
+
+    async def list_workspaces(self) -> list[Workspace]:
+        return await self._send(_api.list_workspaces())
+
+    async def create_workspace(self, slug: str, name: str | None = None) -> Workspace:
+        return await self._send(_api.create_workspace(slug, name))
+
+    async def archive_workspace(self, slug: str) -> Workspace:
+        return await self._send(_api.archive_workspace(slug))
+
+    async def delete_workspace(self, slug: str) -> None:
+        await self._send(_api.delete_workspace(slug))
+
+    async def search(
+        self, query: str, *, type: str | None = None, workspace: str | None = None,
+        tags: Sequence[str] | None = None, limit: int | None = None,
+    ) -> list[SearchResult]:
+        return await self._send(_api.search(query, type=type, workspace=workspace, tags=tags,
+                                            limit=limit))
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r}, api_key=<hidden>)"

@@ -1,0 +1,162 @@
+"""Typed results of the ContextQ client, parsed from the wire through the shared contract."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from fake_contextq.contract import CONTEXT_WIRE_NAMES, WORKSPACE_WIRE_NAMES, parse_timestamp
+
+
+def _wire(obj: Mapping[str, Any], names: Mapping[str, str], attr: str, default: Any = None) -> Any:
+    return obj.get(names[attr], default)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSummary:
+    """A context as list and search rows carry it: everything but ``content``."""
+
+    id: int
+    workspace: str | None
+    type: str
+    title: str
+    tags: tuple[str, ...]
+    external_id: str | None
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> ContextSummary:
+        return cls(**_summary_fields(obj))
+
+
+@dataclass(frozen=True, slots=True)
+class Context(ContextSummary):
+    """A whole context, with its ``content``."""
+
+    content: str = ""
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> Context:
+        return cls(**_summary_fields(obj), content=_wire(obj, CONTEXT_WIRE_NAMES, "content", ""))
+
+
+def _summary_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
+    n = CONTEXT_WIRE_NAMES
+    return {
+        "id": int(_wire(obj, n, "id")),
+        "workspace": _wire(obj, n, "workspace"),
+        "type": _wire(obj, n, "type"),
+        "title": _wire(obj, n, "title"),
+        "tags": tuple(_wire(obj, n, "tags", ()) or ()),
+        "external_id": _wire(obj, n, "external_id"),
+        "metadata": dict(_wire(obj, n, "metadata", {}) or {}),
+        "created_at": parse_timestamp(_wire(obj, n, "created_at")),
+        "updated_at": parse_timestamp(_wire(obj, n, "updated_at")),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class ContextPage:
+    items: list[ContextSummary]
+    total: int
+    limit: int
+    offset: int
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> ContextPage:
+        return cls(
+            items=[ContextSummary.from_wire(i) for i in obj["items"]],
+            total=int(obj["total"]),
+            limit=int(obj["limit"]),
+            offset=int(obj["offset"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    id: int
+    slug: str
+    name: str
+    archived: bool
+    created_at: datetime
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> Workspace:
+        n = WORKSPACE_WIRE_NAMES
+        return cls(
+            id=int(_wire(obj, n, "id")),
+            slug=_wire(obj, n, "slug"),
+            name=_wire(obj, n, "name"),
+            archived=bool(_wire(obj, n, "archived", False)),
+            created_at=parse_timestamp(_wire(obj, n, "created_at")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    context: ContextSummary
+    score: float
+    snippet: str
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> SearchResult:
+        return cls(
+            context=ContextSummary.from_wire(obj["context"]),
+            score=float(obj["score"]),
+            snippet=str(obj.get("snippet", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BulkUpsertResult:
+    created: int
+    updated: int
+    items: list[Context] = field(default_factory=list)
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> BulkUpsertResult:
+        return cls(
+            created=int(obj["created"]),
+            updated=int(obj["updated"]),
+            items=[Context.from_wire(i) for i in obj["items"]],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ContextInput:
+    """One item of a create or bulk upsert, in Python names."""
+
+    type: str
+    title: str
+    content: str
+    external_id: str | None = None
+    tags: tuple[str, ...] = ()
+    workspace: str | None = None
+    metadata: dict[str, Any] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return context_body(
+            type=self.type, title=self.title, content=self.content, tags=self.tags,
+            external_id=self.external_id, workspace=self.workspace, metadata=self.metadata,
+        )
+
+
+_UNSET: Any = object()
+
+
+def context_body(**fields: Any) -> dict[str, Any]:
+    """A context request body from Python names; ``None`` drops optional fields, except
+    where ``keep_none`` names them (a PUT clearing ``external_id`` or ``workspace``)."""
+    keep_none = set(fields.pop("keep_none", ()))
+    body: dict[str, Any] = {}
+    for attr, value in fields.items():
+        if value is _UNSET or (value is None and attr not in keep_none):
+            continue
+        if attr == "tags":
+            value = list(value)
+        body[CONTEXT_WIRE_NAMES[attr]] = value
+    return body
