@@ -1,1 +1,66 @@
-"""Claude's memory tool (memory_20250818) stored in ContextQ."""
+"""Claude's memory tool (``memory_20250818``) stored in ContextQ, and a typed ContextQ client."""
+
+from adapter.client import AsyncContextQClient, ContextQClient
+from adapter.errors import (
+    AuthenticationError,
+    ConflictError,
+    ContextQConnectionError,
+    ContextQError,
+    ContextQTimeoutError,
+    EvidenceRequiredError,
+    ExternalIdTakenError,
+    LLMUnavailableError,
+    NotFoundError,
+    NoWorkspaceError,
+    PayloadTooLargeError,
+    QuotaExceededError,
+    ScopeDeniedError,
+    SeqConflictError,
+    UnavailableError,
+    ValidationError,
+    WorkspaceNotEmptyError,
+    WorkspaceTakenError,
+)
+from adapter.tool import AsyncContextQMemoryTool, ContextQMemoryTool, contextq_memory_tool
+from adapter.types import (
+    BulkUpsertResult,
+    Context,
+    ContextInput,
+    ContextPage,
+    ContextSummary,
+    SearchResult,
+    Workspace,
+)
+
+__all__ = [
+    "AsyncContextQClient",
+    "AsyncContextQMemoryTool",
+    "AuthenticationError",
+    "BulkUpsertResult",
+    "ConflictError",
+    "Context",
+    "ContextInput",
+    "ContextPage",
+    "ContextQClient",
+    "ContextQConnectionError",
+    "ContextQError",
+    "ContextQMemoryTool",
+    "ContextQTimeoutError",
+    "ContextSummary",
+    "EvidenceRequiredError",
+    "ExternalIdTakenError",
+    "LLMUnavailableError",
+    "NoWorkspaceError",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "QuotaExceededError",
+    "ScopeDeniedError",
+    "SearchResult",
+    "SeqConflictError",
+    "UnavailableError",
+    "ValidationError",
+    "Workspace",
+    "WorkspaceNotEmptyError",
+    "WorkspaceTakenError",
+    "contextq_memory_tool",
+]

@@ -63,40 +63,84 @@ def external_id_segment(external_id: str) -> str:
 
 
 def create_context(
-    type: str, title: str, content: str, *, external_id: str | None, tags: Sequence[str],
-    workspace: str | None, metadata: Mapping[str, Any] | None,
+    type: str,
+    title: str,
+    content: str,
+    *,
+    external_id: str | None,
+    tags: Sequence[str],
+    workspace: str | None,
+    metadata: Mapping[str, Any] | None,
 ) -> Call[Context]:
-    body = context_body(type=type, title=title, content=content, external_id=external_id,
-                        tags=tags, workspace=workspace,
-                        metadata=None if metadata is None else dict(metadata))
+    body = context_body(
+        type=type,
+        title=title,
+        content=content,
+        external_id=external_id,
+        tags=tags,
+        workspace=workspace,
+        metadata=None if metadata is None else dict(metadata),
+    )
     return Call("POST", "/api/contexts", lambda r: Context.from_wire(r.json()), json=body)
 
 
 def list_contexts(
-    *, workspace: str | None, tag: str | None, type: str | None, limit: int | None,
+    *,
+    workspace: str | None,
+    tag: str | None,
+    type: str | None,
+    limit: int | None,
     offset: int | None,
 ) -> Call[ContextPage]:
-    params = {k: v for k, v in (("workspace", workspace), ("tag", tag), ("type", type),
-                                ("limit", limit), ("offset", offset)) if v is not None}
-    return Call("GET", "/api/contexts", lambda r: ContextPage.from_wire(r.json()),
-                params=params, retryable=True)
+    params = {
+        k: v
+        for k, v in (
+            ("workspace", workspace),
+            ("tag", tag),
+            ("type", type),
+            ("limit", limit),
+            ("offset", offset),
+        )
+        if v is not None
+    }
+    return Call(
+        "GET",
+        "/api/contexts",
+        lambda r: ContextPage.from_wire(r.json()),
+        params=params,
+        retryable=True,
+    )
 
 
 def get_context(context_id: int) -> Call[Context]:
-    return Call("GET", f"/api/contexts/{int(context_id)}", lambda r: Context.from_wire(r.json()),
-                retryable=True)
+    return Call(
+        "GET",
+        f"/api/contexts/{int(context_id)}",
+        lambda r: Context.from_wire(r.json()),
+        retryable=True,
+    )
 
 
 def get_context_by_external_id(external_id: str) -> Call[Context]:
-    return Call("GET", "/api/contexts/by-external/" + external_id_segment(external_id),
-                lambda r: Context.from_wire(r.json()), retryable=True)
+    return Call(
+        "GET",
+        "/api/contexts/by-external/" + external_id_segment(external_id),
+        lambda r: Context.from_wire(r.json()),
+        retryable=True,
+    )
 
 
 def update_context(context_id: int, fields: Mapping[str, Any]) -> Call[Context]:
-    body = context_body(**{k: v for k, v in fields.items()},
-                        keep_none=("external_id", "workspace", "metadata"))
-    return Call("PUT", f"/api/contexts/{int(context_id)}", lambda r: Context.from_wire(r.json()),
-                json=body, retryable=True)
+    body = context_body(
+        **dict(fields), keep_none=("external_id", "workspace", "metadata")
+    )
+    return Call(
+        "PUT",
+        f"/api/contexts/{int(context_id)}",
+        lambda r: Context.from_wire(r.json()),
+        json=body,
+        retryable=True,
+    )
 
 
 def delete_context(context_id: int) -> Call[None]:
@@ -105,17 +149,25 @@ def delete_context(context_id: int) -> Call[None]:
 
 def bulk_upsert(items: Iterable[ContextInput | Mapping[str, Any]]) -> Call[BulkUpsertResult]:
     wire = [i.to_wire() if isinstance(i, ContextInput) else context_body(**i) for i in items]
-    return Call("POST", "/api/contexts/bulk-upsert",
-                lambda r: BulkUpsertResult.from_wire(r.json()), json={"contexts": wire},
-                retryable=True)
+    return Call(
+        "POST",
+        "/api/contexts/bulk-upsert",
+        lambda r: BulkUpsertResult.from_wire(r.json()),
+        json={"contexts": wire},
+        retryable=True,
+    )
 
 
 # ----- workspaces -----
 
 
 def list_workspaces() -> Call[list[Workspace]]:
-    return Call("GET", "/api/workspaces",
-                lambda r: [Workspace.from_wire(w) for w in r.json()["items"]], retryable=True)
+    return Call(
+        "GET",
+        "/api/workspaces",
+        lambda r: [Workspace.from_wire(w) for w in r.json()["items"]],
+        retryable=True,
+    )
 
 
 def create_workspace(slug: str, name: str | None) -> Call[Workspace]:
@@ -126,8 +178,12 @@ def create_workspace(slug: str, name: str | None) -> Call[Workspace]:
 
 
 def archive_workspace(slug: str) -> Call[Workspace]:
-    return Call("POST", f"/api/workspaces/{quote(slug, safe='')}/archive",
-                lambda r: Workspace.from_wire(r.json()), retryable=True)
+    return Call(
+        "POST",
+        f"/api/workspaces/{quote(slug, safe='')}/archive",
+        lambda r: Workspace.from_wire(r.json()),
+        retryable=True,
+    )
 
 
 def delete_workspace(slug: str) -> Call[None]:
@@ -138,7 +194,11 @@ def delete_workspace(slug: str) -> Call[None]:
 
 
 def search(
-    query: str, *, type: str | None, workspace: str | None, tags: Sequence[str] | None,
+    query: str,
+    *,
+    type: str | None,
+    workspace: str | None,
+    tags: Sequence[str] | None,
     limit: int | None,
 ) -> Call[list[SearchResult]]:
     body: dict[str, Any] = {"query": query}
@@ -147,9 +207,13 @@ def search(
             body[name] = value
     if tags:
         body["tags"] = list(tags)
-    return Call("POST", "/api/search",
-                lambda r: [SearchResult.from_wire(h) for h in r.json()["results"]], json=body,
-                retryable=True)
+    return Call(
+        "POST",
+        "/api/search",
+        lambda r: [SearchResult.from_wire(h) for h in r.json()["results"]],
+        json=body,
+        retryable=True,
+    )
 
 
 # ----- answers, errors and retries -----
@@ -163,7 +227,9 @@ def finish(call: Call[T], response: httpx2.Response) -> T:
         except (ValueError, KeyError, TypeError) as exc:
             raise errors.ContextQError(
                 f"unexpected answer body ({type(exc).__name__}: {exc})",
-                status=response.status_code, method=call.method, path=call.path,
+                status=response.status_code,
+                method=call.method,
+                path=call.path,
             ) from None
     raise error_for(call, response)
 
@@ -185,27 +251,39 @@ def error_for(call: Call[Any], response: httpx2.Response) -> errors.ContextQErro
     elif response.content:
         message = response.text[:200]
     cls = errors.error_class(response.status_code, code)
-    return cls(message, status=response.status_code, code=code, details=details,
-               method=call.method, path=call.path)
+    return cls(
+        message,
+        status=response.status_code,
+        code=code,
+        details=details,
+        method=call.method,
+        path=call.path,
+    )
 
 
 def transport_error(call: Call[Any], exc: httpx2.TransportError) -> errors.ContextQError:
-    cls = (errors.ContextQTimeoutError if isinstance(exc, httpx2.TimeoutException)
-           else errors.ContextQConnectionError)
-    return cls(f"no answer from ContextQ ({type(exc).__name__}: {exc})",
-               method=call.method, path=call.path)
+    cls = (
+        errors.ContextQTimeoutError
+        if isinstance(exc, httpx2.TimeoutException)
+        else errors.ContextQConnectionError
+    )
+    return cls(
+        f"no answer from ContextQ ({type(exc).__name__}: {exc})", method=call.method, path=call.path
+    )
 
 
-def may_retry(call: Call[Any], attempt: int, max_retries: int,
-              response: httpx2.Response | None) -> bool:
+def may_retry(
+    call: Call[Any], attempt: int, max_retries: int, response: httpx2.Response | None
+) -> bool:
     """Retry a retryable call on a transport error (``response`` None) or a 5xx."""
     if not call.retryable or attempt >= max_retries:
         return False
     return response is None or response.status_code >= 500
 
 
-def retry_delay(attempt: int, response: httpx2.Response | None, backoff: float,
-                rng: random.Random) -> float:
+def retry_delay(
+    attempt: int, response: httpx2.Response | None, backoff: float, rng: random.Random
+) -> float:
     """Exponential backoff with full jitter; a numeric ``Retry-After`` wins when shorter
     than the cap."""
     if response is not None:

@@ -84,8 +84,15 @@ class _Options:
         return kwargs
 
     def log_retry(self, call: _api.Call[Any], attempt: int, why: str, delay: float) -> None:
-        log.info("ContextQ %s %s: %s; retry %d of %d in %.2fs", call.method, call.path, why,
-                 attempt + 1, self.max_retries, delay)
+        log.info(
+            "ContextQ %s %s: %s; retry %d of %d in %.2fs",
+            call.method,
+            call.path,
+            why,
+            attempt + 1,
+            self.max_retries,
+            delay,
+        )
 
 
 def _why(response: httpx2.Response | None, exc: Exception | None) -> str:
@@ -111,11 +118,13 @@ class ContextQClient:
         retry_backoff: float = _api.RETRY_BACKOFF,
         http_client: httpx2.Client | None = None,
     ) -> None:
-        self._opts = _Options(api_key, base_url, timeout, max_retries, retry_backoff,
-                              http_client)
+        self._opts = _Options(api_key, base_url, timeout, max_retries, retry_backoff, http_client)
         self._owns_http = http_client is None
-        self._http = http_client if http_client is not None else httpx2.Client(
-            timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+        self._http = (
+            http_client
+            if http_client is not None
+            else httpx2.Client(timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+        )
 
     @property
     def base_url(self) -> str:
@@ -127,13 +136,15 @@ class ContextQClient:
             response: httpx2.Response | None = None
             error: httpx2.TransportError | None = None
             try:
-                response = self._http.request(call.method, self._opts.url(call.path),
-                                              **self._opts.request_kwargs(call))
+                response = self._http.request(
+                    call.method, self._opts.url(call.path), **self._opts.request_kwargs(call)
+                )
             except httpx2.TransportError as exc:
                 error = exc
             if _api.may_retry(call, attempt, self._opts.max_retries, response):
-                delay = _api.retry_delay(attempt, response, self._opts.retry_backoff,
-                                         self._opts.rng)
+                delay = _api.retry_delay(
+                    attempt, response, self._opts.retry_backoff, self._opts.rng
+                )
                 self._opts.log_retry(call, attempt, _why(response, error), delay)
                 time.sleep(delay)
                 attempt += 1
@@ -146,30 +157,55 @@ class ContextQClient:
     # ----- contexts -----
 
     def create_context(
-        self, type: str, title: str, content: str, *, external_id: str | None = None,
-        tags: Sequence[str] = (), workspace: str | None = None,
+        self,
+        type: str,
+        title: str,
+        content: str,
+        *,
+        external_id: str | None = None,
+        tags: Sequence[str] = (),
+        workspace: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> Context:
-        return self._send(_api.create_context(
-            type, title, content, external_id=external_id, tags=tags, workspace=workspace,
-            metadata=metadata))
+        return self._send(
+            _api.create_context(
+                type,
+                title,
+                content,
+                external_id=external_id,
+                tags=tags,
+                workspace=workspace,
+                metadata=metadata,
+            )
+        )
 
     def list_contexts(
-        self, *, workspace: str | None = None, tag: str | None = None, type: str | None = None,
-        limit: int | None = None, offset: int | None = None,
+        self,
+        *,
+        workspace: str | None = None,
+        tag: str | None = None,
+        type: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
     ) -> ContextPage:
-        return self._send(_api.list_contexts(workspace=workspace, tag=tag, type=type,
-                                             limit=limit, offset=offset))
+        return self._send(
+            _api.list_contexts(workspace=workspace, tag=tag, type=type, limit=limit, offset=offset)
+        )
 
     def iter_contexts(
-        self, *, workspace: str | None = None, tag: str | None = None, type: str | None = None,
+        self,
+        *,
+        workspace: str | None = None,
+        tag: str | None = None,
+        type: str | None = None,
         page_size: int = LIST_MAX_LIMIT,
     ) -> Iterator[ContextSummary]:
         """Every matching summary, paging through as many pages as it takes."""
         offset = 0
         while True:
-            page = self.list_contexts(workspace=workspace, tag=tag, type=type, limit=page_size,
-                                      offset=offset)
+            page = self.list_contexts(
+                workspace=workspace, tag=tag, type=type, limit=page_size, offset=offset
+            )
             yield from page.items
             offset += len(page.items)
             if not page.items or offset >= page.total:
@@ -208,11 +244,17 @@ class ContextQClient:
     # ----- search -----
 
     def search(
-        self, query: str, *, type: str | None = None, workspace: str | None = None,
-        tags: Sequence[str] | None = None, limit: int | None = None,
+        self,
+        query: str,
+        *,
+        type: str | None = None,
+        workspace: str | None = None,
+        tags: Sequence[str] | None = None,
+        limit: int | None = None,
     ) -> list[SearchResult]:
-        return self._send(_api.search(query, type=type, workspace=workspace, tags=tags,
-                                      limit=limit))
+        return self._send(
+            _api.search(query, type=type, workspace=workspace, tags=tags, limit=limit)
+        )
 
     # ----- life -----
 
@@ -223,8 +265,12 @@ class ContextQClient:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -244,11 +290,13 @@ class AsyncContextQClient:
         retry_backoff: float = _api.RETRY_BACKOFF,
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
-        self._opts = _Options(api_key, base_url, timeout, max_retries, retry_backoff,
-                              http_client)
+        self._opts = _Options(api_key, base_url, timeout, max_retries, retry_backoff, http_client)
         self._owns_http = http_client is None
-        self._http = http_client if http_client is not None else httpx2.AsyncClient(
-            timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+        self._http = (
+            http_client
+            if http_client is not None
+            else httpx2.AsyncClient(timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+        )
 
     @property
     def base_url(self) -> str:
@@ -260,13 +308,15 @@ class AsyncContextQClient:
             response: httpx2.Response | None = None
             error: httpx2.TransportError | None = None
             try:
-                response = await self._http.request(call.method, self._opts.url(call.path),
-                                                    **self._opts.request_kwargs(call))
+                response = await self._http.request(
+                    call.method, self._opts.url(call.path), **self._opts.request_kwargs(call)
+                )
             except httpx2.TransportError as exc:
                 error = exc
             if _api.may_retry(call, attempt, self._opts.max_retries, response):
-                delay = _api.retry_delay(attempt, response, self._opts.retry_backoff,
-                                         self._opts.rng)
+                delay = _api.retry_delay(
+                    attempt, response, self._opts.retry_backoff, self._opts.rng
+                )
                 self._opts.log_retry(call, attempt, _why(response, error), delay)
                 await asyncio.sleep(delay)
                 attempt += 1
@@ -277,29 +327,54 @@ class AsyncContextQClient:
             return _api.finish(call, response)
 
     async def create_context(
-        self, type: str, title: str, content: str, *, external_id: str | None = None,
-        tags: Sequence[str] = (), workspace: str | None = None,
+        self,
+        type: str,
+        title: str,
+        content: str,
+        *,
+        external_id: str | None = None,
+        tags: Sequence[str] = (),
+        workspace: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> Context:
-        return await self._send(_api.create_context(
-            type, title, content, external_id=external_id, tags=tags, workspace=workspace,
-            metadata=metadata))
+        return await self._send(
+            _api.create_context(
+                type,
+                title,
+                content,
+                external_id=external_id,
+                tags=tags,
+                workspace=workspace,
+                metadata=metadata,
+            )
+        )
 
     async def list_contexts(
-        self, *, workspace: str | None = None, tag: str | None = None, type: str | None = None,
-        limit: int | None = None, offset: int | None = None,
+        self,
+        *,
+        workspace: str | None = None,
+        tag: str | None = None,
+        type: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
     ) -> ContextPage:
-        return await self._send(_api.list_contexts(workspace=workspace, tag=tag, type=type,
-                                                   limit=limit, offset=offset))
+        return await self._send(
+            _api.list_contexts(workspace=workspace, tag=tag, type=type, limit=limit, offset=offset)
+        )
 
     async def iter_contexts(
-        self, *, workspace: str | None = None, tag: str | None = None, type: str | None = None,
+        self,
+        *,
+        workspace: str | None = None,
+        tag: str | None = None,
+        type: str | None = None,
         page_size: int = LIST_MAX_LIMIT,
     ) -> AsyncIterator[ContextSummary]:
         offset = 0
         while True:
-            page = await self.list_contexts(workspace=workspace, tag=tag, type=type,
-                                            limit=page_size, offset=offset)
+            page = await self.list_contexts(
+                workspace=workspace, tag=tag, type=type, limit=page_size, offset=offset
+            )
             for item in page.items:
                 yield item
             offset += len(page.items)
@@ -336,11 +411,17 @@ class AsyncContextQClient:
         await self._send(_api.delete_workspace(slug))
 
     async def search(
-        self, query: str, *, type: str | None = None, workspace: str | None = None,
-        tags: Sequence[str] | None = None, limit: int | None = None,
+        self,
+        query: str,
+        *,
+        type: str | None = None,
+        workspace: str | None = None,
+        tags: Sequence[str] | None = None,
+        limit: int | None = None,
     ) -> list[SearchResult]:
-        return await self._send(_api.search(query, type=type, workspace=workspace, tags=tags,
-                                            limit=limit))
+        return await self._send(
+            _api.search(query, type=type, workspace=workspace, tags=tags, limit=limit)
+        )
 
     async def aclose(self) -> None:
         if self._owns_http:
@@ -349,8 +430,12 @@ class AsyncContextQClient:
     async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         await self.aclose()
 
     def __repr__(self) -> str:

@@ -140,8 +140,13 @@ class ContextInput:
 
     def to_wire(self) -> dict[str, Any]:
         return context_body(
-            type=self.type, title=self.title, content=self.content, tags=self.tags,
-            external_id=self.external_id, workspace=self.workspace, metadata=self.metadata,
+            type=self.type,
+            title=self.title,
+            content=self.content,
+            tags=self.tags,
+            external_id=self.external_id,
+            workspace=self.workspace,
+            metadata=self.metadata,
         )
 
 

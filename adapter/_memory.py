@@ -1,0 +1,719 @@
+"""The memory tool's command logic, written once, free of I/O.
+
+Each command is a generator that yields ``Op``s (calls on a ContextQ client) and gets
+their results back, or their ``ContextQError`` thrown in; it returns the tool's result
+string or raises ``ToolError``. The sync and async tools only drive these generators,
+calling the sync or the async client (the sans-I/O split h11 uses).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from anthropic.lib.tools import ToolError
+
+from adapter import errors, paths
+from adapter.paths import ROOT, Location
+from adapter.types import Context, ContextPage, ContextSummary, SearchResult, Workspace
+from fake_contextq.contract import (
+    CONTEXT_TYPES,
+    LIST_MAX_LIMIT,
+    MAX_CONTENT_BYTES,
+    MAX_WORKSPACE_SLUG_CHARS,
+    WORKSPACE_SLUG_RE,
+)
+
+MAX_LINES = 999_999
+LINE_NUMBER_WIDTH = len(str(MAX_LINES))
+DEFAULT_MAX_FILE_BYTES = 32 * 1024
+DEFAULT_MAX_VIEW_CHARS = 16_000
+SIZE_KEY = "bytes"  # metadata key holding a file's UTF-8 size, so listings need no fetch
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """A call on a ContextQ client: method name and arguments."""
+
+    name: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+Plan = Generator[Op, Any, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One memory file as a listing shows it."""
+
+    rest: str  # the path inside the workspace
+    id: int
+    size: int | None
+
+
+def format_size(size: int) -> str:
+    """Human sizes exactly as the SDK's reference tool prints them (5.5K, 0B)."""
+    if size == 0:
+        return "0B"
+    units = ["B", "K", "M", "G"]
+    i = min((size.bit_length() - 1) // 10, len(units) - 1)
+    value = size / (1024**i)
+    return f"{int(value)}{units[i]}" if value == int(value) else f"{value:.1f}{units[i]}"
+
+
+def byte_size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def numbered(lines: Iterable[str], start: int) -> list[str]:
+    return [f"{str(i + start).rjust(LINE_NUMBER_WIDTH)}\t{line}" for i, line in enumerate(lines)]
+
+
+def tree(rows: Iterable[tuple[str, int]], depth: int = 2) -> list[tuple[int, str]]:
+    """(size, relative path) entries up to ``depth`` levels, directories ending in '/',
+    each directory's size the sum of its files, siblings sorted by name (as the SDK)."""
+    root: dict[str, Any] = {}
+    for rel, size in rows:
+        node = root
+        names = rel.split("/")
+        for name in names[:-1]:
+            child = node.setdefault(name, {})
+            if not isinstance(child, dict):  # a file and a directory of one name: keep both
+                child = node.setdefault(name + "/", {})
+            node = child
+        node[names[-1]] = size
+
+    def total(node: dict[str, Any]) -> int:
+        return sum(total(v) if isinstance(v, dict) else v for v in node.values())
+
+    out: list[tuple[int, str]] = []
+
+    def walk(node: dict[str, Any], prefix: str, level: int) -> None:
+        for name in sorted(node):
+            value = node[name]
+            rel = f"{prefix}{name.rstrip('/')}"
+            if isinstance(value, dict):
+                out.append((total(value), rel + "/"))
+                if level < depth:
+                    walk(value, rel + "/", level + 1)
+            else:
+                out.append((value, rel))
+
+    walk(root, "", 1)
+    return out
+
+
+def explain(exc: errors.ContextQError) -> ToolError:
+    """A ContextQ failure in words the model can act on."""
+    if isinstance(exc, errors.QuotaExceededError):
+        plan = exc.plan or "current"
+        limit = f"allows {exc.limit} {exc.resource or 'contexts'}" if exc.limit else "is full"
+        return ToolError(
+            f"ContextQ quota exceeded: the {plan} plan {limit}. Delete memory files that "
+            "are no longer needed, or merge small ones, before creating more."
+        )
+    if isinstance(exc, errors.ScopeDeniedError):
+        need = exc.required or "another"
+        return ToolError(
+            f"ContextQ refused: this API key lacks the '{need}' scope, so this memory "
+            "command is not allowed (files may still be viewed if it has 'read')."
+        )
+    if isinstance(exc, errors.AuthenticationError):
+        return ToolError(f"ContextQ rejected the API key (401): {exc.message}")
+    if isinstance(exc, errors.ContextQTimeoutError):
+        return ToolError(
+            "ContextQ did not answer in time; the memory command may not have "
+            "happened. Check with view before retrying."
+        )
+    if isinstance(exc, errors.ContextQConnectionError):
+        return ToolError(f"Could not reach ContextQ: {exc.message}")
+    if isinstance(exc, errors.UnavailableError):
+        return ToolError(f"ContextQ is unavailable ({exc.status}): {exc.message}. Try again later.")
+    return ToolError(f"ContextQ error: {exc}")
+
+
+class MemoryCore:
+    """Plans every memory command against ContextQ; holds options, no connections."""
+
+    def __init__(
+        self,
+        *,
+        tag: str = "mem-tool",
+        context_type: str = "reference",
+        workspace: str | None = None,
+        auto_create_workspaces: bool = False,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_view_chars: int | None = DEFAULT_MAX_VIEW_CHARS,
+    ) -> None:
+        if context_type not in CONTEXT_TYPES:
+            raise ValueError(
+                f"context_type must be one of {', '.join(CONTEXT_TYPES)}; got {context_type!r}"
+            )
+        if not tag or ":" in tag or "/" in tag:
+            raise ValueError(f"tag must be a non-empty name without ':' or '/', got {tag!r}")
+        if workspace is not None:
+            workspace = workspace.lower()
+            if len(workspace) > MAX_WORKSPACE_SLUG_CHARS or not WORKSPACE_SLUG_RE.fullmatch(
+                workspace
+            ):
+                raise ValueError(
+                    f"workspace {workspace!r} is not a valid ContextQ workspace "
+                    "slug (lowercase letters, digits and single hyphens)"
+                )
+        if not 0 < max_file_bytes <= MAX_CONTENT_BYTES:
+            raise ValueError(
+                f"max_file_bytes must be between 1 and {MAX_CONTENT_BYTES} "
+                f"(ContextQ's own limit), got {max_file_bytes}"
+            )
+        if max_view_chars is not None and max_view_chars < 200:
+            raise ValueError(f"max_view_chars must be at least 200 or None, got {max_view_chars}")
+        self.tag = tag
+        self.context_type = context_type
+        self.pinned = workspace
+        self.auto_create_workspaces = auto_create_workspaces
+        self.max_file_bytes = max_file_bytes
+        self.max_view_chars = max_view_chars
+        self.known_workspaces: set[str] = set()
+
+    # ----- locations -----
+
+    def locate(self, path: str) -> Location:
+        return paths.locate(path, self.pinned)
+
+    def external_id(self, loc: Location) -> str:
+        assert loc.workspace is not None
+        return paths.external_id(self.tag, loc.workspace, loc.rest)
+
+    def display(self, workspace: str, rest: str) -> str:
+        if self.pinned is not None:
+            return f"{ROOT}/{rest}" if rest else ROOT
+        return f"{ROOT}/{workspace}/{rest}" if rest else f"{ROOT}/{workspace}"
+
+    def lock_key(self, path: str) -> str | None:
+        """The key that serialises edits of one file within one tool instance."""
+        try:
+            loc = self.locate(path)
+        except ToolError:
+            return None
+        return None if loc.workspace is None else self.external_id(loc)
+
+    # ----- reads shared by the commands -----
+
+    def _workspaces(self) -> Plan:
+        found: list[Workspace] = yield Op("list_workspaces")
+        self.known_workspaces = {w.slug for w in found}
+        return sorted(self.known_workspaces)
+
+    def _workspace_exists(self, slug: str) -> Plan:
+        if slug in self.known_workspaces:
+            return True
+        names = yield from self._workspaces()
+        return slug in names
+
+    def _no_such_workspace(self, loc: Location, *, reading: bool) -> Plan:
+        names = yield from self._workspaces()
+        listed = ", ".join(names) if names else "none yet"
+        ws = loc.workspace or ""
+        if self.pinned is not None:
+            raise ToolError(
+                f"The memory workspace '{ws}' does not exist in ContextQ. Create it (admin "
+                "scope), or pass auto_create_workspaces=True."
+            )
+        valid = len(ws) <= MAX_WORKSPACE_SLUG_CHARS and WORKSPACE_SLUG_RE.fullmatch(ws)
+        if not valid or (not reading and not loc.rest):
+            example = f"{ROOT}/{names[0] if names else '<workspace>'}/notes.md"
+            raise ToolError(
+                f"The path {loc.path} is not inside a workspace: here the first name under "
+                f"{ROOT} is a ContextQ workspace (existing: {listed}). Use a path like "
+                f"{example}."
+            )
+        if reading:
+            raise ToolError(
+                f"The path {loc.path} does not exist: ContextQ has no workspace '{ws}' "
+                f"(existing: {listed})."
+            )
+        raise ToolError(
+            f"The path {loc.path} is in workspace '{ws}', which does not exist in ContextQ "
+            f"(existing: {listed}). Use an existing workspace, or create this one first."
+        )
+
+    def _ensure_workspace(self, loc: Location) -> Plan:
+        ws = loc.workspace
+        assert ws is not None
+        if (yield from self._workspace_exists(ws)):
+            return None
+        if not self.auto_create_workspaces:
+            yield from self._no_such_workspace(loc, reading=False)
+        with contextlib.suppress(errors.WorkspaceTakenError):  # created meanwhile: fine
+            yield Op("create_workspace", (ws,))
+        self.known_workspaces.add(ws)
+        return None
+
+    def _check_workspace_name(self, loc: Location, *, reading: bool) -> Plan:
+        """Default mode: the first name must be a workspace slug."""
+        ws = loc.workspace
+        if (
+            self.pinned is None
+            and ws is not None
+            and not (len(ws) <= MAX_WORKSPACE_SLUG_CHARS and WORKSPACE_SLUG_RE.fullmatch(ws))
+        ):
+            yield from self._no_such_workspace(loc, reading=reading)
+        return None
+
+    def _rows(self, workspace: str | None) -> Plan:
+        """Every file of this tool in one workspace (or, for None, in all), all pages."""
+        out: dict[str, list[Row]] = {}
+        offset = 0
+        while True:
+            page: ContextPage = yield Op(
+                "list_contexts",
+                (),
+                {
+                    "workspace": workspace,
+                    "tag": self.tag,
+                    "limit": LIST_MAX_LIMIT,
+                    "offset": offset,
+                },
+            )
+            for item in page.items:
+                ws, rest = self._owner(item, workspace)
+                if ws is not None and rest:
+                    size = item.metadata.get(SIZE_KEY)
+                    out.setdefault(ws, []).append(
+                        Row(rest, item.id, size if isinstance(size, int) else None)
+                    )
+            offset += len(page.items)
+            if not page.items or offset >= page.total:
+                break
+        for ws_rows in out.values():
+            missing = [r for r in ws_rows if r.size is None]
+            for row in missing:  # rows written by someone else: size from the content
+                context: Context = yield Op("get_context", (row.id,))
+                ws_rows[ws_rows.index(row)] = Row(row.rest, row.id, byte_size(context.content))
+        return out if workspace is None else out.get(workspace, [])
+
+    def _owner(self, item: ContextSummary, workspace: str | None) -> tuple[str | None, str]:
+        ext = item.external_id or ""
+        prefix = f"{self.tag}:"
+        if not ext.startswith(prefix) or "/" not in ext:
+            return None, ""
+        ws, _, rest = ext[len(prefix) :].partition("/")
+        if workspace is not None and ws != workspace:
+            return None, ""
+        return ws, rest
+
+    def _fetch(self, loc: Location) -> Plan:
+        """The context at a file path, or None."""
+        try:
+            context: Context = yield Op("get_context_by_external_id", (self.external_id(loc),))
+        except errors.NotFoundError:
+            return None
+        return context
+
+    @staticmethod
+    def _under(rows: list[Row], rest: str) -> list[Row]:
+        if not rest:
+            return list(rows)
+        prefix = rest + "/"
+        return [r for r in rows if r.rest.startswith(prefix)]
+
+    @staticmethod
+    def _file_ancestor(rows: list[Row], rest: str) -> str | None:
+        files = {r.rest for r in rows}
+        names = rest.split("/")
+        for i in range(1, len(names)):
+            ancestor = "/".join(names[:i])
+            if ancestor in files:
+                return ancestor
+        return None
+
+    def _check_size(self, text: str, path: str) -> None:
+        size = byte_size(text)
+        if size > self.max_file_bytes:
+            raise ToolError(
+                f"The content for {path} is {size} bytes; a memory file may hold at most "
+                f"{self.max_file_bytes} bytes. Split it into several smaller files."
+            )
+
+    # ----- view -----
+
+    def view(self, path: str, view_range: list[int] | None) -> Plan:
+        loc = self.locate(path)
+        if loc.is_store_root:
+            return (yield from self._view_store_root(path))
+        yield from self._check_workspace_name(loc, reading=True)
+        if not loc.is_workspace_root:
+            context = yield from self._fetch(loc)
+            if context is not None:
+                return self._format_file(path, context.content, view_range)
+        assert loc.workspace is not None
+        rows: list[Row] = yield from self._rows(loc.workspace)
+        if loc.is_workspace_root:
+            if not rows and not (yield from self._workspace_exists(loc.workspace)):
+                if self.pinned is not None and self.auto_create_workspaces:
+                    return self._format_dir(path, [])
+                yield from self._no_such_workspace(loc, reading=True)
+            return self._format_dir(path, rows)
+        under = self._under(rows, loc.rest)
+        if not under:
+            raise ToolError(f"The path {path} does not exist. Please provide a valid path.")
+        cut = len(loc.rest) + 1
+        return self._format_dir(path, [Row(r.rest[cut:], r.id, r.size) for r in under])
+
+    def _view_store_root(self, path: str) -> Plan:
+        names = yield from self._workspaces()
+        by_ws: dict[str, list[Row]] = yield from self._rows(None)
+        entries: list[tuple[str, int]] = []
+        for ws in names:
+            entries += [(f"{ws}/{r.rest}", r.size or 0) for r in by_ws.get(ws, [])]
+        listed = tree(entries)
+        present = {rel.split("/")[0] for _, rel in listed}
+        listed += [(0, f"{ws}/") for ws in names if ws not in present]  # empty workspaces
+        listed.sort(key=lambda e: e[1].split("/"))
+        return self._render_dir(path, listed)
+
+    def _format_dir(self, path: str, rows: list[Row]) -> str:
+        return self._render_dir(path, tree((r.rest, r.size or 0) for r in rows))
+
+    @staticmethod
+    def _render_dir(path: str, entries: list[tuple[int, str]]) -> str:
+        header = (
+            f"Here're the files and directories up to 2 levels deep in {path}, "
+            "excluding hidden items:"
+        )
+        total = _top_total(entries)
+        lines = [f"{format_size(total)}\t{path}"]
+        lines += [f"{format_size(size)}\t{path}/{rel}" for size, rel in entries]
+        return header + "\n" + "\n".join(lines)
+
+    def _format_file(self, path: str, content: str, view_range: list[int] | None) -> str:
+        lines = content.split("\n")
+        if len(lines) > MAX_LINES:
+            raise ToolError(f"File {path} exceeds maximum line limit of 999,999 lines.")
+        shown = lines
+        start = 1
+        if view_range and len(view_range) == 2:
+            first = max(1, view_range[0]) - 1
+            end = len(lines) if view_range[1] == -1 else view_range[1]
+            shown = lines[first:end]
+            start = first + 1
+        header = f"Here's the content of {path} with line numbers:"
+        body = numbered(shown, start)
+        text = header + "\n" + "\n".join(body)
+        if self.max_view_chars is None or len(text) <= self.max_view_chars:
+            return text
+        kept: list[str] = []
+        used = len(header)
+        for line in body:
+            if used + 1 + len(line) > self.max_view_chars and kept:
+                break
+            kept.append(line)
+            used += 1 + len(line)
+        resume = start + len(kept)
+        return (
+            header + "\n" + "\n".join(kept) + "\n"
+            f"[Output cut at {self.max_view_chars} characters after line {resume - 1} of "
+            f"{len(lines)}. View the rest with view_range [{resume}, -1].]"
+        )
+
+    # ----- create -----
+
+    def create(self, path: str, file_text: str) -> Plan:
+        loc = self.locate(path)
+        if loc.is_store_root or (loc.is_workspace_root and self.pinned is not None):
+            raise ToolError(f"The path {path} is a directory; give a file path under it.")
+        yield from self._check_workspace_name(loc, reading=False)
+        if loc.is_workspace_root:
+            if (yield from self._workspace_exists(loc.workspace or "")):
+                raise ToolError(
+                    f"The path {path} is a directory (the workspace "
+                    f"'{loc.workspace}'); give a file path under it."
+                )
+            yield from self._no_such_workspace(loc, reading=False)
+        self._check_size(file_text, path)
+        yield from self._ensure_workspace(loc)
+        rows: list[Row] = yield from self._rows(loc.workspace)
+        if any(r.rest == loc.rest for r in rows) or self._under(rows, loc.rest):
+            raise ToolError(f"File {path} already exists")
+        ancestor = self._file_ancestor(rows, loc.rest)
+        if ancestor is not None:
+            raise ToolError(
+                f"Cannot create {path}: {self.display(loc.workspace or '', ancestor)} is a "
+                "file, not a directory."
+            )
+        try:
+            yield from self._create_row(loc, file_text)
+        except errors.ExternalIdTakenError:
+            raise ToolError(f"File {path} already exists") from None
+        return f"File created successfully at: {path}"
+
+    def _create_row(self, loc: Location, text: str) -> Plan:
+        created: Context = yield Op(
+            "create_context",
+            (self.context_type, loc.rest, text),
+            {
+                "external_id": self.external_id(loc),
+                "tags": [self.tag],
+                "workspace": loc.workspace,
+                "metadata": {SIZE_KEY: byte_size(text)},
+            },
+        )
+        return created
+
+    # ----- str_replace and insert -----
+
+    def _existing_file(self, path: str) -> Plan:
+        loc = self.locate(path)
+        not_found = ToolError(f"The path {path} does not exist. Please provide a valid path.")
+        if loc.is_store_root or loc.is_workspace_root:
+            if loc.is_store_root or self.pinned is not None:
+                raise ToolError(f"The path {path} is not a file.")
+            yield from self._check_workspace_name(loc, reading=True)
+            if (yield from self._workspace_exists(loc.workspace or "")):
+                raise ToolError(f"The path {path} is not a file.")
+            raise not_found
+        yield from self._check_workspace_name(loc, reading=True)
+        context = yield from self._fetch(loc)
+        if context is not None:
+            return loc, context
+        rows: list[Row] = yield from self._rows(loc.workspace)
+        if self._under(rows, loc.rest):
+            raise ToolError(f"The path {path} is not a file.")
+        raise not_found
+
+    def _write_back(self, path: str, context: Context, text: str) -> Plan:
+        self._check_size(text, path)
+        metadata = {**context.metadata, SIZE_KEY: byte_size(text)}
+        try:
+            yield Op("update_context", (context.id,), {"content": text, "metadata": metadata})
+        except errors.NotFoundError:
+            raise ToolError(
+                f"The file {path} no longer exists (may have been deleted or renamed concurrently)."
+            ) from None
+        return None
+
+    def str_replace(self, path: str, old_str: str, new_str: str) -> Plan:
+        _, context = yield from self._existing_file(path)
+        content: str = context.content
+        count = content.count(old_str)
+        if count == 0:
+            raise ToolError(
+                f"No replacement was performed, old_str `{old_str}` did not appear "
+                f"verbatim in {path}."
+            )
+        if count > 1:
+            matches: list[int] = []
+            start = 0
+            while (pos := content.find(old_str, start)) != -1:
+                matches.append(content[:pos].count("\n") + 1)
+                start = pos + 1
+            raise ToolError(
+                f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in "
+                f"lines: {', '.join(map(str, matches))}. Please ensure it is unique"
+            )
+        changed = content[: content.find(old_str)].count("\n")
+        new_content = content.replace(old_str, new_str)
+        yield from self._write_back(path, context, new_content)
+        new_lines = new_content.split("\n")
+        first = max(0, changed - 2)
+        last = min(len(new_lines), changed + 3)
+        snippet = numbered(new_lines[first:last], first + 1)
+        return (
+            "The memory file has been edited. Here is the snippet showing the change "
+            "(with line numbers):\n" + "\n".join(snippet)
+        )
+
+    def insert(self, path: str, insert_line: int, insert_text: str) -> Plan:
+        _, context = yield from self._existing_file(path)
+        lines = context.content.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        if insert_line < 0 or insert_line > len(lines):
+            raise ToolError(
+                f"Invalid `insert_line` parameter: {insert_line}. It should be "
+                f"within the range [0, {len(lines)}]."
+            )
+        lines.insert(insert_line, insert_text.rstrip("\n"))
+        new_content = "\n".join(lines)
+        if not new_content.endswith("\n"):
+            new_content += "\n"
+        yield from self._write_back(path, context, new_content)
+        return f"The file {path} has been edited."
+
+    # ----- delete -----
+
+    def delete(self, path: str) -> Plan:
+        loc = self.locate(path)
+        if loc.is_store_root or (loc.is_workspace_root and self.pinned is not None):
+            raise ToolError(f"Cannot delete the {ROOT} directory itself")
+        yield from self._check_workspace_name(loc, reading=True)
+        missing = ToolError(f"The path {path} does not exist")
+        if not loc.is_workspace_root:
+            context = yield from self._fetch(loc)
+            if context is not None:
+                try:
+                    yield Op("delete_context", (context.id,))
+                except errors.NotFoundError:
+                    raise missing from None
+                return f"Successfully deleted {path}"
+        rows: list[Row] = yield from self._rows(loc.workspace)
+        under = self._under(rows, loc.rest)
+        if not under:
+            if loc.is_workspace_root and (yield from self._workspace_exists(loc.workspace or "")):
+                return f"Successfully deleted {path}"
+            raise missing
+        yield from self._delete_rows(path, loc.workspace or "", under)
+        return f"Successfully deleted {path}"
+
+    def _delete_rows(self, path: str, workspace: str, rows: list[Row]) -> Plan:
+        for i, row in enumerate(rows):
+            try:
+                yield Op("delete_context", (row.id,))
+            except errors.NotFoundError:
+                continue
+            except errors.ContextQError as exc:
+                left = [self.display(workspace, r.rest) for r in rows[i:]]
+                raise ToolError(
+                    f"Deleting {path} stopped partway: {explain(exc)}. Deleted {i} of "
+                    f"{len(rows)} files; these remain: {', '.join(left)}"
+                ) from None
+        return None
+
+    # ----- rename -----
+
+    def rename(self, old_path: str, new_path: str) -> Plan:
+        old = self.locate(old_path)
+        new = self.locate(new_path)
+        if old.is_store_root or (old.is_workspace_root and self.pinned is not None):
+            raise ToolError(f"Cannot rename the {ROOT} directory itself")
+        if new.is_store_root or (new.is_workspace_root and self.pinned is not None):
+            raise ToolError(f"The destination {new_path} already exists")
+        yield from self._check_workspace_name(old, reading=True)
+        yield from self._check_workspace_name(new, reading=False)
+        if old.is_workspace_root:
+            raise ToolError(
+                f"Cannot rename {old_path}: it is the ContextQ workspace "
+                f"'{old.workspace}', and workspaces cannot be renamed."
+            )
+        if new.is_workspace_root:
+            raise ToolError(f"The destination {new_path} already exists")
+        assert old.workspace is not None and new.workspace is not None
+        old_rows: list[Row] = yield from self._rows(old.workspace)
+        if new.workspace == old.workspace:
+            new_rows = old_rows
+        else:
+            yield from self._ensure_workspace(new)
+            new_rows = yield from self._rows(new.workspace)
+        if any(r.rest == new.rest for r in new_rows) or self._under(new_rows, new.rest):
+            raise ToolError(f"The destination {new_path} already exists")
+        source = [r for r in old_rows if r.rest == old.rest]
+        is_dir = not source
+        if is_dir:
+            source = self._under(old_rows, old.rest)
+        if not source:
+            raise ToolError(f"The path {old_path} does not exist")
+        if is_dir and new.workspace == old.workspace and new.rest.startswith(old.rest + "/"):
+            raise ToolError(f"Cannot move the directory {old_path} into itself ({new_path}).")
+        ancestor = self._file_ancestor(new_rows, new.rest)
+        if ancestor is not None:
+            raise ToolError(
+                f"Cannot rename to {new_path}: "
+                f"{self.display(new.workspace, ancestor)} is a file, not a "
+                "directory."
+            )
+        yield from self._move(old, new, source, is_dir)
+        return f"Successfully renamed {old_path} to {new_path}"
+
+    def _move(self, old: Location, new: Location, source: list[Row], is_dir: bool) -> Plan:
+        """Copy every file, then delete the originals; undo what can be undone on failure."""
+        assert old.workspace is not None and new.workspace is not None
+        copies: list[tuple[Row, Context]] = []
+        cut = len(old.rest)
+        for row in source:
+            target = Location("", new.workspace, new.rest + row.rest[cut:] if is_dir else new.rest)
+            try:
+                original: Context = yield Op("get_context", (row.id,))
+                copy = yield from self._create_row(target, original.content)
+            except errors.ContextQError as exc:
+                yield from self._undo_copies([c for _, c in copies])
+                if isinstance(exc, errors.ExternalIdTakenError):
+                    raise ToolError(f"The destination {new.path} already exists") from None
+                raise ToolError(
+                    f"Renaming {old.path} failed before anything moved: {explain(exc)}"
+                ) from None
+            copies.append((row, copy))
+        for i, (row, copy) in enumerate(copies):
+            try:
+                yield Op("delete_context", (row.id,))
+            except errors.NotFoundError:
+                continue
+            except errors.ContextQError as exc:
+                pending = [c for _, c in copies[i:]]
+                undone = yield from self._undo_copies(pending)
+                moved = len(copies[:i])
+                if undone:
+                    detail = (
+                        f"the copies of the files not yet moved were removed again, so "
+                        f"{old.path} keeps them"
+                        + (f" ({moved} file(s) had already moved to {new.path})" if moved else "")
+                    )
+                    raise ToolError(
+                        f"Renaming {old.path} to {new.path} failed while "
+                        f"removing the original ({explain(exc)}); {detail}."
+                    ) from None
+                raise ToolError(
+                    f"Renaming {old.path} to {new.path} failed and could not be undone: the "
+                    f"file now exists at both paths ({old.path} is context {row.id}, "
+                    f"{new.path} is context {copy.id}). Delete one of them. Cause: "
+                    f"{explain(exc)}"
+                ) from None
+        return None
+
+    def _undo_copies(self, copies: list[Context]) -> Plan:
+        """Delete copies made by a failed rename; True when all are gone."""
+        ok = True
+        for copy in copies:
+            try:
+                yield Op("delete_context", (copy.id,))
+            except errors.NotFoundError:
+                continue
+            except errors.ContextQError:
+                ok = False
+        return ok
+
+    # ----- clear and recall -----
+
+    def clear_all(self) -> Plan:
+        if self.pinned is not None:
+            rows: list[Row] = yield from self._rows(self.pinned)
+            yield from self._delete_rows(ROOT, self.pinned, rows)
+        else:
+            by_ws: dict[str, list[Row]] = yield from self._rows(None)
+            for ws, ws_rows in sorted(by_ws.items()):
+                yield from self._delete_rows(ROOT, ws, ws_rows)
+        return "All memory cleared"
+
+    def recall(self, query: str, limit: int) -> Plan:
+        if not query.strip():
+            raise ToolError("memory_recall needs a non-empty query.")
+        limit = max(1, min(int(limit), 50))
+        results: list[SearchResult] = yield Op(
+            "search", (query,), {"tags": [self.tag], "workspace": self.pinned, "limit": limit}
+        )
+        lines: list[str] = []
+        for hit in results:
+            ws, rest = self._owner(hit.context, self.pinned)
+            if ws is None:
+                continue
+            lines.append(f"{self.display(ws, rest)}\t(score {hit.score:.2f})\t{hit.snippet}")
+        if not lines:
+            return f"No memory file matches {query!r}."
+        return f"Memory files matching {query!r}, best first:\n" + "\n".join(lines)
+
+
+def _top_total(entries: list[tuple[int, str]]) -> int:
+    """The size of a listed directory: the sum of its top-level entries."""
+    return sum(size for size, rel in entries if "/" not in rel.rstrip("/"))

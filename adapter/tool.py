@@ -1,0 +1,318 @@
+"""``ContextQMemoryTool`` and ``AsyncContextQMemoryTool``: the memory tool's two shells.
+
+Both subclass the Anthropic SDK's own memory-tool bases, so they drop into
+``client.beta.messages.tool_runner(tools=[...])``. All command logic is in
+``_memory.MemoryCore``; a shell only drives its plans with a sync or async client and
+serialises edits of one file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+import httpx2
+from anthropic.lib.tools import (
+    BetaAbstractMemoryTool,
+    BetaAsyncAbstractMemoryTool,
+    BetaAsyncFunctionTool,
+    BetaFunctionTool,
+    beta_async_tool,
+    beta_tool,
+)
+from anthropic.types.beta import (
+    BetaCacheControlEphemeralParam,
+    BetaMemoryTool20250818CreateCommand,
+    BetaMemoryTool20250818DeleteCommand,
+    BetaMemoryTool20250818InsertCommand,
+    BetaMemoryTool20250818RenameCommand,
+    BetaMemoryTool20250818StrReplaceCommand,
+    BetaMemoryTool20250818ViewCommand,
+)
+
+from adapter import errors
+from adapter._api import RETRY_BACKOFF
+from adapter._memory import (
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_VIEW_CHARS,
+    MemoryCore,
+    Op,
+    Plan,
+    explain,
+)
+from adapter.client import DEFAULT_MAX_RETRIES, AsyncContextQClient, ContextQClient
+
+T = TypeVar("T")
+RECALL_DESCRIPTION = (
+    "Search the memory files by meaning and wording. Returns the best matching paths under "
+    "/memories with a relevance score and a snippet; open one with the memory tool's view."
+)
+
+
+def _drive_sync(client: ContextQClient, plan: Plan) -> Any:
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            op: Op = plan.throw(error) if error is not None else plan.send(value)
+        except StopIteration as done:
+            return done.value
+        except errors.ContextQError as exc:
+            raise explain(exc) from None
+        try:
+            value, error = getattr(client, op.name)(*op.args, **op.kwargs), None
+        except errors.ContextQError as exc:
+            value, error = None, exc
+
+
+async def _drive_async(client: AsyncContextQClient, plan: Plan) -> Any:
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            op: Op = plan.throw(error) if error is not None else plan.send(value)
+        except StopIteration as done:
+            return done.value
+        except errors.ContextQError as exc:
+            raise explain(exc) from None
+        try:
+            value, error = await getattr(client, op.name)(*op.args, **op.kwargs), None
+        except errors.ContextQError as exc:
+            value, error = None, exc
+
+
+class ContextQMemoryTool(BetaAbstractMemoryTool):
+    """Claude's memory tool (``memory_20250818``) with every file a ContextQ context.
+
+    Paths: ``/memories`` lists workspaces, ``/memories/<workspace>/a/b.md`` is one
+    context with external id ``mem-tool:<workspace>/a/b.md``. With ``workspace="acme"``
+    (pinned), ``/memories`` is the root of workspace ``acme`` instead.
+    """
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: float | httpx2.Timeout | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        retry_backoff: float = RETRY_BACKOFF,
+        http_client: httpx2.Client | None = None,
+        client: ContextQClient | None = None,
+        context_type: str = "reference",
+        tag: str = "mem-tool",
+        workspace: str | None = None,
+        auto_create_workspaces: bool = False,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_view_chars: int | None = DEFAULT_MAX_VIEW_CHARS,
+        cache_control: BetaCacheControlEphemeralParam | None = None,
+    ) -> None:
+        super().__init__(cache_control=cache_control)
+        self.core = MemoryCore(
+            tag=tag,
+            context_type=context_type,
+            workspace=workspace,
+            auto_create_workspaces=auto_create_workspaces,
+            max_file_bytes=max_file_bytes,
+            max_view_chars=max_view_chars,
+        )
+        self._owns_client = client is None
+        self.client = (
+            client
+            if client is not None
+            else ContextQClient(
+                api_key,
+                base_url=base_url,
+                timeout=timeout,
+                max_retries=max_retries,
+                retry_backoff=retry_backoff,
+                http_client=http_client,
+            )
+        )
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    def _run(self, plan: Plan, lock_path: str | None = None) -> Any:
+        key = None if lock_path is None else self.core.lock_key(lock_path)
+        if key is None:
+            return _drive_sync(self.client, plan)
+        with self._locks_guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            return _drive_sync(self.client, plan)
+
+    def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
+        result: str = self._run(self.core.view(command.path, command.view_range))
+        return result
+
+    def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
+        result: str = self._run(self.core.create(command.path, command.file_text), command.path)
+        return result
+
+    def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
+        plan = self.core.str_replace(command.path, command.old_str, command.new_str or "")
+        result: str = self._run(plan, command.path)
+        return result
+
+    def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
+        plan = self.core.insert(command.path, command.insert_line, command.insert_text)
+        result: str = self._run(plan, command.path)
+        return result
+
+    def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
+        result: str = self._run(self.core.delete(command.path), command.path)
+        return result
+
+    def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
+        result: str = self._run(self.core.rename(command.old_path, command.new_path))
+        return result
+
+    def clear_all_memory(self) -> str:
+        """Delete every file this tool wrote (its tag, in its workspace scope); nothing else."""
+        result: str = self._run(self.core.clear_all())
+        return result
+
+    def recall(self, query: str, limit: int = 5) -> str:
+        """The memory files most relevant to ``query``, with scores and snippets."""
+        result: str = self._run(self.core.recall(query, limit))
+        return result
+
+    def recall_tool(self) -> BetaFunctionTool[Callable[..., str]]:
+        """A companion function tool, ``memory_recall``, for the same tool runner."""
+
+        def memory_recall(query: str, limit: int = 5) -> str:
+            """Search the memory files by meaning and wording.
+
+            Args:
+                query: what to look for.
+                limit: how many files to return (1-50).
+            """
+            return self.recall(query, limit)
+
+        return beta_tool(memory_recall, name="memory_recall", description=RECALL_DESCRIPTION)
+
+    def close(self) -> None:
+        if self._owns_client:
+            self.client.close()
+
+    def __repr__(self) -> str:
+        scope = f"workspace={self.core.pinned!r}" if self.core.pinned else "all workspaces"
+        return f"{type(self).__name__}({self.client.base_url}, {scope}, tag={self.core.tag!r})"
+
+
+class AsyncContextQMemoryTool(BetaAsyncAbstractMemoryTool):
+    """The async shell: same options and behaviour as ``ContextQMemoryTool``."""
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: float | httpx2.Timeout | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        retry_backoff: float = RETRY_BACKOFF,
+        http_client: httpx2.AsyncClient | None = None,
+        client: AsyncContextQClient | None = None,
+        context_type: str = "reference",
+        tag: str = "mem-tool",
+        workspace: str | None = None,
+        auto_create_workspaces: bool = False,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_view_chars: int | None = DEFAULT_MAX_VIEW_CHARS,
+        cache_control: BetaCacheControlEphemeralParam | None = None,
+    ) -> None:
+        super().__init__(cache_control=cache_control)
+        self.core = MemoryCore(
+            tag=tag,
+            context_type=context_type,
+            workspace=workspace,
+            auto_create_workspaces=auto_create_workspaces,
+            max_file_bytes=max_file_bytes,
+            max_view_chars=max_view_chars,
+        )
+        self._owns_client = client is None
+        self.client = (
+            client
+            if client is not None
+            else AsyncContextQClient(
+                api_key,
+                base_url=base_url,
+                timeout=timeout,
+                max_retries=max_retries,
+                retry_backoff=retry_backoff,
+                http_client=http_client,
+            )
+        )
+        # asyncio locks bind to a loop on first use; one dict per loop keeps tools usable
+        # from several event loops (e.g. one asyncio.run per test).
+        self._locks: dict[tuple[int, str], asyncio.Lock] = {}
+
+    async def _run(self, plan: Plan, lock_path: str | None = None) -> Any:
+        key = None if lock_path is None else self.core.lock_key(lock_path)
+        if key is None:
+            return await _drive_async(self.client, plan)
+        lock = self._locks.setdefault((id(asyncio.get_running_loop()), key), asyncio.Lock())
+        async with lock:
+            return await _drive_async(self.client, plan)
+
+    async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
+        result: str = await self._run(self.core.view(command.path, command.view_range))
+        return result
+
+    async def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
+        plan = self.core.create(command.path, command.file_text)
+        result: str = await self._run(plan, command.path)
+        return result
+
+    async def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
+        plan = self.core.str_replace(command.path, command.old_str, command.new_str or "")
+        result: str = await self._run(plan, command.path)
+        return result
+
+    async def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
+        plan = self.core.insert(command.path, command.insert_line, command.insert_text)
+        result: str = await self._run(plan, command.path)
+        return result
+
+    async def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
+        result: str = await self._run(self.core.delete(command.path), command.path)
+        return result
+
+    async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
+        result: str = await self._run(self.core.rename(command.old_path, command.new_path))
+        return result
+
+    async def clear_all_memory(self) -> str:
+        result: str = await self._run(self.core.clear_all())
+        return result
+
+    async def recall(self, query: str, limit: int = 5) -> str:
+        result: str = await self._run(self.core.recall(query, limit))
+        return result
+
+    def recall_tool(self) -> BetaAsyncFunctionTool[Callable[..., Coroutine[Any, Any, str]]]:
+        async def memory_recall(query: str, limit: int = 5) -> str:
+            """Search the memory files by meaning and wording.
+
+            Args:
+                query: what to look for.
+                limit: how many files to return (1-50).
+            """
+            return await self.recall(query, limit)
+
+        return beta_async_tool(memory_recall, name="memory_recall", description=RECALL_DESCRIPTION)
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self.client.aclose()
+
+    def __repr__(self) -> str:
+        scope = f"workspace={self.core.pinned!r}" if self.core.pinned else "all workspaces"
+        return f"{type(self).__name__}({self.client.base_url}, {scope}, tag={self.core.tag!r})"
+
+
+def contextq_memory_tool(**options: Any) -> ContextQMemoryTool:
+    """The one-line factory: ``tools=[contextq_memory_tool(workspace="acme")]``."""
+    return ContextQMemoryTool(**options)
