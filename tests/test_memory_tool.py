@@ -1,0 +1,495 @@
+"""The memory tool on ContextQ: both path modes, safety, scopes, failures, request counts."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from anthropic.lib.tools import ToolError
+from hypothesis import given
+from hypothesis import strategies as st
+
+from adapter import AsyncContextQMemoryTool, ContextQMemoryTool, contextq_memory_tool
+from fake_contextq import FakeContextQ, Tenant
+
+Call = Callable[..., Any]
+
+
+@pytest.fixture
+def acme(fake: FakeContextQ, tenant: Tenant) -> str:
+    fake.set_plan(tenant, "unlimited")
+    fake.create_workspace(tenant, "acme")
+    return "acme"
+
+
+@pytest.fixture
+def pinned(fake: FakeContextQ, key: str, acme: str) -> ContextQMemoryTool:
+    return ContextQMemoryTool(key, http_client=fake.client(), workspace=acme, retry_backoff=0.001)
+
+
+@pytest.fixture
+def default(fake: FakeContextQ, key: str, acme: str) -> ContextQMemoryTool:
+    return ContextQMemoryTool(key, http_client=fake.client(), retry_backoff=0.001)
+
+
+def run(tool: ContextQMemoryTool, command: str, **kw: Any) -> str:
+    result = tool.call({"command": command, **kw})
+    assert isinstance(result, str)
+    return result
+
+
+def fails(tool: ContextQMemoryTool, command: str, **kw: Any) -> str:
+    with pytest.raises(ToolError) as caught:
+        tool.call({"command": command, **kw})
+    return str(caught.value)
+
+
+# ----- path model -----
+
+
+def test_pinned_mode_stores_what_default_mode_sees(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool, default: ContextQMemoryTool
+) -> None:
+    run(pinned, "create", path="/memories/notes/today.md", file_text="hello\n")
+    [row] = fake.contexts(tenant)
+    assert row.external_id == "mem-tool:acme/notes/today.md"
+    assert (row.workspace, row.type, row.tags, row.title) == (
+        "acme",
+        "reference",
+        ("mem-tool",),
+        "notes/today.md",
+    )
+    assert row.metadata == {"bytes": 6}
+    assert "hello" in run(default, "view", path="/memories/acme/notes/today.md")
+    run(default, "create", path="/memories/ACME/b.md", file_text="x")
+    assert "x" in run(pinned, "view", path="/memories/b.md")
+
+
+def test_default_root_lists_workspaces_and_their_files(
+    fake: FakeContextQ, tenant: Tenant, default: ContextQMemoryTool
+) -> None:
+    fake.create_workspace(tenant, "beta")
+    run(default, "create", path="/memories/acme/a.md", file_text="12345")
+    run(default, "create", path="/memories/acme/d/b.md", file_text="123")
+    assert run(default, "view", path="/memories") == (
+        "Here're the files and directories up to 2 levels deep in /memories, excluding "
+        "hidden items:\n8B\t/memories\n8B\t/memories/acme/\n5B\t/memories/acme/a.md\n"
+        "3B\t/memories/acme/d/\n0B\t/memories/beta/"
+    )
+
+
+def test_default_mode_errors_name_the_workspaces(default: ContextQMemoryTool) -> None:
+    msg = fails(default, "create", path="/memories/notes.md", file_text="x")
+    assert "not inside a workspace" in msg and "existing: acme" in msg
+    msg = fails(default, "create", path="/memories/ghost/a.md", file_text="x")
+    assert "'ghost', which does not exist" in msg and "existing: acme" in msg
+    msg = fails(default, "view", path="/memories/ghost")
+    assert "no workspace 'ghost'" in msg
+
+
+def test_auto_create_workspaces(fake: FakeContextQ, tenant: Tenant, key: str, acme: str) -> None:
+    tool = ContextQMemoryTool(key, http_client=fake.client(), auto_create_workspaces=True)
+    run(tool, "create", path="/memories/new-ws/a.md", file_text="x")
+    assert [w.slug for w in fake.workspaces(tenant)] == ["acme", "new-ws"]
+
+
+def test_auto_create_needs_the_admin_scope(fake: FakeContextQ, tenant: Tenant, acme: str) -> None:
+    key = fake.mint_key(tenant, ("read", "write"))
+    tool = ContextQMemoryTool(key, http_client=fake.client(), auto_create_workspaces=True)
+    assert "lacks the 'admin' scope" in fails(
+        tool, "create", path="/memories/nw/a.md", file_text="x"
+    )
+
+
+def test_listings_show_only_this_tools_rows(
+    fake: FakeContextQ, tenant: Tenant, key: str, pinned: ContextQMemoryTool
+) -> None:
+    with fake.client(key) as http:
+        http.post(
+            "/api/contexts",
+            json={"type": "reference", "title": "unrelated", "content": "x", "workspace": "acme"},
+        )
+    run(pinned, "create", path="/memories/mine.md", file_text="x")
+    listing = run(pinned, "view", path="/memories")
+    assert "mine.md" in listing and "unrelated" not in listing
+    run(pinned, "delete", path="/memories/mine.md")
+    pinned.clear_all_memory()
+    assert [c.title for c in fake.contexts(tenant)] == ["unrelated"]
+
+
+def test_clear_all_memory_keeps_other_tags(
+    fake: FakeContextQ, tenant: Tenant, key: str, acme: str
+) -> None:
+    mine = ContextQMemoryTool(key, http_client=fake.client(), workspace=acme)
+    theirs = ContextQMemoryTool(key, http_client=fake.client(), workspace=acme, tag="other")
+    run(mine, "create", path="/memories/a.md", file_text="x")
+    run(theirs, "create", path="/memories/a.md", file_text="y")
+    assert mine.clear_all_memory() == "All memory cleared"
+    assert [c.external_id for c in fake.contexts(tenant)] == ["other:acme/a.md"]
+
+
+def test_a_listing_pages_past_500_files(
+    fake: FakeContextQ, tenant: Tenant, key: str, pinned: ContextQMemoryTool
+) -> None:
+    items = [
+        {
+            "type": "reference",
+            "title": f"f{i}",
+            "content": "x",
+            "tags": ["mem-tool"],
+            "workspace": "acme",
+            "externalId": f"mem-tool:acme/d/f{i:03}.md",
+            "metadata": {"bytes": 1},
+        }
+        for i in range(501)
+    ]
+    with fake.client(key) as http:
+        for batch in (items[:500], items[500:]):
+            response = http.post("/api/contexts/bulk-upsert", json={"contexts": batch})
+            assert response.status_code == 200
+    listing = run(pinned, "view", path="/memories/d")
+    assert listing.count("\n") == 502
+    assert "501B\t/memories/d\n" in listing
+
+
+def test_rows_without_a_size_are_measured(
+    fake: FakeContextQ, key: str, pinned: ContextQMemoryTool
+) -> None:
+    with fake.client(key) as http:
+        http.post(
+            "/api/contexts",
+            json={
+                "type": "reference",
+                "title": "t",
+                "content": "héllo",
+                "tags": ["mem-tool"],
+                "workspace": "acme",
+                "externalId": "mem-tool:acme/x.md",
+            },
+        )
+    assert "6B\t/memories/x.md" in run(pinned, "view", path="/memories")
+
+
+# ----- safety -----
+
+
+ATTACKS = [
+    "/etc/passwd",
+    "memories/a",
+    "/memoriesX/a",
+    "/memories/../etc",
+    "/memories/a/../../x",
+    "/memories/a/../b",
+    "/memories/./a",
+    "/memories/.hidden",
+    "/memories/d/.git/config",
+    "/memories/a\\b",
+    "/memories/a\x00b",
+    "/memories/a\nb",
+    "/memories/a%2e%2e/b",
+    "/memories/%2E%2E/x",
+    "/memories/a%2fb",
+    "/memories/a%5Cb",
+    "/memories/a%00",
+    "/memories//a",
+    "/memories/a//b",
+    "/memories/" + "n" * 129,
+    "/memories/" + "/".join(["d"] * 17),
+    "/memories/" + "a/" * 60 + "b",
+]
+
+
+@pytest.mark.parametrize("path", ATTACKS)
+def test_unsafe_paths_are_refused_before_any_request(
+    fake: FakeContextQ, pinned: ContextQMemoryTool, path: str
+) -> None:
+    before = len(fake.journal)
+    for command, extra in [
+        ("view", {}),
+        ("create", {"file_text": "x"}),
+        ("str_replace", {"old_str": "a", "new_str": "b"}),
+        ("insert", {"insert_line": 0, "insert_text": "x"}),
+        ("delete", {}),
+    ]:
+        fails(pinned, command, path=path, **extra)
+    fails(pinned, "rename", old_path=path, new_path="/memories/ok.md")
+    fails(pinned, "rename", old_path="/memories/ok.md", new_path=path)
+    assert len(fake.journal) == before
+
+
+def test_sdk_messages_for_the_sdk_checks(pinned: ContextQMemoryTool) -> None:
+    assert (
+        fails(pinned, "view", path="/etc/passwd")
+        == "Path must start with /memories, got: /etc/passwd"
+    )
+    assert (
+        fails(pinned, "view", path="/memories/../secret")
+        == "Path /memories/../secret would escape /memories directory"
+    )
+
+
+@given(st.text(min_size=1, max_size=40))
+def test_generated_names_never_escape(name: str) -> None:
+    from adapter.paths import segments
+
+    path = "/memories/" + name
+    try:
+        names = segments(path)
+    except ToolError:
+        return
+    for n in names:
+        assert n and not n.startswith(".") and "\\" not in n and "\x00" not in n
+        assert all(ord(c) >= 0x20 and c != "\x7f" for c in n)
+
+
+def test_file_size_limit(fake: FakeContextQ, key: str, acme: str) -> None:
+    tool = ContextQMemoryTool(key, http_client=fake.client(), workspace=acme, max_file_bytes=10)
+    run(tool, "create", path="/memories/a.md", file_text="x" * 10)
+    assert "at most 10 bytes. Split it" in fails(
+        tool, "create", path="/memories/b.md", file_text="x" * 11
+    )
+    assert "at most 10 bytes" in fails(
+        tool, "insert", path="/memories/a.md", insert_line=0, insert_text="y"
+    )
+    assert run(tool, "view", path="/memories/a.md").endswith("x" * 10)
+
+
+def test_long_views_are_cut_with_a_note(pinned: ContextQMemoryTool) -> None:
+    text = "".join(f"line {i} " + "x" * 60 + "\n" for i in range(400))
+    run(pinned, "create", path="/memories/long.md", file_text=text)
+    out = run(pinned, "view", path="/memories/long.md")
+    assert len(out) <= 16_000 + 200
+    note = out.splitlines()[-1]
+    resume = int(note.split("view_range [")[1].split(",")[0])
+    assert f"after line {resume - 1} of 401" in note
+    assert out.splitlines()[-2].lstrip().startswith(f"{resume - 1}\t")
+    rest = run(pinned, "view", path="/memories/long.md", view_range=[resume, -1])
+    assert rest.splitlines()[1].lstrip().startswith(f"{resume}\t")
+
+
+def test_bad_options_are_refused() -> None:
+    key = "sk_live_" + "a" * 40
+    with pytest.raises(ValueError, match="context_type"):
+        ContextQMemoryTool(key, context_type="handoff")
+    with pytest.raises(ValueError, match="workspace"):
+        ContextQMemoryTool(key, workspace="Not A Slug")
+    with pytest.raises(ValueError, match="max_file_bytes"):
+        ContextQMemoryTool(key, max_file_bytes=10**9)
+    with pytest.raises(ValueError, match="tag"):
+        ContextQMemoryTool(key, tag="a:b")
+
+
+# ----- ContextQ's rules surfaced as tool errors -----
+
+
+def test_a_read_only_key_can_view_but_not_write(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool, acme: str
+) -> None:
+    run(pinned, "create", path="/memories/a.md", file_text="hello")
+    ro = ContextQMemoryTool(
+        fake.mint_key(tenant, ("read",)), http_client=fake.client(), workspace=acme
+    )
+    assert "hello" in run(ro, "view", path="/memories/a.md")
+    for command, extra in [
+        ("create", {"path": "/memories/b.md", "file_text": "x"}),
+        ("str_replace", {"path": "/memories/a.md", "old_str": "hello", "new_str": "bye"}),
+        ("insert", {"path": "/memories/a.md", "insert_line": 0, "insert_text": "x"}),
+        ("delete", {"path": "/memories/a.md"}),
+        ("rename", {"old_path": "/memories/a.md", "new_path": "/memories/c.md"}),
+    ]:
+        assert "lacks the 'write' scope" in fails(ro, command, **extra)
+    assert [c.content for c in fake.contexts(tenant)] == ["hello"]
+
+
+def test_quota_is_surfaced_in_contextq_terms(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool
+) -> None:
+    fake.set_plan(tenant, "free")
+    for i in range(100):
+        run(pinned, "create", path=f"/memories/f{i}.md", file_text="x")
+    msg = fails(pinned, "create", path="/memories/f100.md", file_text="x")
+    assert msg.startswith("ContextQ quota exceeded: the free plan allows 100 contexts")
+
+
+def test_transient_failures_are_retried(fake: FakeContextQ, pinned: ContextQMemoryTool) -> None:
+    run(pinned, "create", path="/memories/a.md", file_text="hello")
+    fake.faults.inject("GET", "/api/contexts/by-external/*", status=503, times=1)
+    fake.faults.inject("PUT", "/api/contexts/*", drop=True, times=1)
+    assert "edited" in run(
+        pinned, "str_replace", path="/memories/a.md", old_str="hello", new_str="bye"
+    )
+    assert "bye" in run(pinned, "view", path="/memories/a.md")
+
+
+def test_an_outage_is_a_tool_error(fake: FakeContextQ, pinned: ContextQMemoryTool) -> None:
+    fake.faults.inject("*", "/api/*", status=503, times=None)
+    assert fails(pinned, "view", path="/memories").startswith("ContextQ is unavailable (503)")
+    fake.faults.clear()
+    fake.faults.inject("*", "/api/*", drop=True, times=None)
+    assert fails(pinned, "view", path="/memories").startswith("Could not reach ContextQ")
+
+
+def test_a_rename_whose_delete_fails_leaves_exactly_the_source(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool
+) -> None:
+    run(pinned, "create", path="/memories/a.md", file_text="keep me")
+    source_id = fake.contexts(tenant)[0].id
+    fake.faults.inject("DELETE", f"/api/contexts/{source_id}", status=500, times=None)
+    msg = fails(pinned, "rename", old_path="/memories/a.md", new_path="/memories/b.md")
+    assert "removed again" in msg
+    assert [(c.external_id, c.content) for c in fake.contexts(tenant)] == [
+        ("mem-tool:acme/a.md", "keep me")
+    ]
+
+
+def test_a_rename_that_cannot_be_undone_names_both_paths(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool
+) -> None:
+    run(pinned, "create", path="/memories/a.md", file_text="x")
+    source_id = fake.contexts(tenant)[0].id
+    fake.faults.inject("DELETE", "/api/contexts/*", status=500, times=None)
+    msg = fails(pinned, "rename", old_path="/memories/a.md", new_path="/memories/b.md")
+    assert "/memories/a.md" in msg and "/memories/b.md" in msg
+    assert f"context {source_id}" in msg and "both paths" in msg
+
+
+def test_a_directory_delete_failing_partway_names_what_remains(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool
+) -> None:
+    for name in ("a", "b", "c"):
+        run(pinned, "create", path=f"/memories/d/{name}.md", file_text=name)
+    second = fake.contexts(tenant)[1].id
+    fake.faults.inject("DELETE", f"/api/contexts/{second}", status=500, times=None)
+    msg = fails(pinned, "delete", path="/memories/d")
+    assert "Deleted 1 of 3 files" in msg
+    assert "these remain: /memories/d/b.md, /memories/d/c.md" in msg
+    assert [c.external_id for c in fake.contexts(tenant)] == [
+        "mem-tool:acme/d/b.md",
+        "mem-tool:acme/d/c.md",
+    ]
+
+
+def test_the_key_never_shows_in_tool_errors(fake: FakeContextQ, key: str, acme: str) -> None:
+    tool = ContextQMemoryTool(key, http_client=fake.client(), workspace=acme, retry_backoff=0.001)
+    texts = [repr(tool)]
+    fake.faults.inject("*", "/api/*", status=503, times=None)
+    texts.append(fails(tool, "view", path="/memories"))
+    fake.faults.clear()
+    fake.revoke_key(key)
+    texts.append(fails(tool, "view", path="/memories"))
+    assert all(key not in t and key[8:] not in t for t in texts)
+
+
+def test_concurrent_edits_through_one_tool_lose_nothing(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool
+) -> None:
+    run(pinned, "create", path="/memories/log.md", file_text="")
+
+    def append(n: int) -> None:
+        for i in range(10):
+            run(pinned, "insert", path="/memories/log.md", insert_line=0, insert_text=f"t{n}-{i}")
+
+    threads = [threading.Thread(target=append, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(fake.contexts(tenant)[0].content.splitlines()) == 40
+
+
+# ----- request counts (the README's table) -----
+
+
+@pytest.mark.parametrize(
+    ("command", "kw", "most"),
+    [
+        ("view", {"path": "/memories/f.md"}, 1),
+        ("view", {"path": "/memories/dir"}, 2),
+        ("view", {"path": "/memories"}, 2),
+        ("create", {"path": "/memories/new.md", "file_text": "x"}, 2),
+        ("str_replace", {"path": "/memories/f.md", "old_str": "one", "new_str": "1"}, 2),
+        ("insert", {"path": "/memories/f.md", "insert_line": 0, "insert_text": "x"}, 2),
+        ("delete", {"path": "/memories/f.md"}, 2),
+        ("rename", {"old_path": "/memories/f.md", "new_path": "/memories/g.md"}, 4),
+    ],
+)
+def test_request_counts(
+    fake: FakeContextQ, pinned: ContextQMemoryTool, command: str, kw: dict[str, Any], most: int
+) -> None:
+    run(pinned, "create", path="/memories/f.md", file_text="one\ntwo\n")
+    for i in range(200):
+        run(pinned, "create", path=f"/memories/dir/{i:03}.md", file_text="x")
+    fake.journal.clear()
+    run(pinned, command, **kw)
+    assert len(fake.journal) <= most, fake.journal.table()
+
+
+# ----- recall -----
+
+
+def test_recall_finds_memory_files_by_wording(
+    pinned: ContextQMemoryTool, fake: FakeContextQ, key: str
+) -> None:
+    run(pinned, "create", path="/memories/db.md", file_text="Run database migrations nightly.")
+    run(pinned, "create", path="/memories/css.md", file_text="Primary colour is teal.")
+    with fake.client(key) as http:
+        http.post(
+            "/api/contexts",
+            json={
+                "type": "reference",
+                "title": "not memory",
+                "content": "database migrations",
+                "workspace": "acme",
+            },
+        )
+    out = pinned.recall("database migrations")
+    assert out.splitlines()[1].startswith("/memories/db.md\t(score ")
+    assert "not memory" not in out and "css.md" not in out
+    tool = pinned.recall_tool()
+    assert tool.name == "memory_recall"
+    assert "/memories/db.md" in str(tool.call({"query": "migrations", "limit": 3}))
+    assert pinned.recall("zzz-nothing") == "No memory file matches 'zzz-nothing'."
+
+
+# ----- async shell -----
+
+
+def test_the_async_tool_behaves_the_same(fake: FakeContextQ, key: str, acme: str) -> None:
+    async def main() -> list[str]:
+        tool = AsyncContextQMemoryTool(key, http_client=fake.async_client(), workspace=acme)
+        out = [
+            await tool.call({"command": "create", "path": "/memories/a.md", "file_text": "hello\n"})
+        ]
+        await asyncio.gather(
+            *[
+                tool.call(
+                    {
+                        "command": "insert",
+                        "path": "/memories/a.md",
+                        "insert_line": 0,
+                        "insert_text": f"l{i}",
+                    }
+                )
+                for i in range(10)
+            ]
+        )
+        out.append(await tool.call({"command": "view", "path": "/memories/a.md"}))
+        out.append(await tool.recall("hello"))
+        with pytest.raises(ToolError, match="already exists"):
+            await tool.call({"command": "create", "path": "/memories/a.md", "file_text": "x"})
+        out.append(str(await tool.recall_tool().call({"query": "hello"})))
+        return out
+
+    created, viewed, recalled, via_tool = asyncio.run(main())
+    assert created == "File created successfully at: /memories/a.md"
+    assert viewed.count("\n") == 12
+    assert "/memories/a.md" in recalled and "/memories/a.md" in via_tool
+
+
+def test_the_factory(fake: FakeContextQ, key: str, acme: str) -> None:
+    tool = contextq_memory_tool(api_key=key, http_client=fake.client(), workspace=acme)
+    assert isinstance(tool, ContextQMemoryTool)
+    assert tool.to_dict() == {"type": "memory_20250818", "name": "memory"}
