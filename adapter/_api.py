@@ -131,9 +131,7 @@ def get_context_by_external_id(external_id: str) -> Call[Context]:
 
 
 def update_context(context_id: int, fields: Mapping[str, Any]) -> Call[Context]:
-    body = context_body(
-        **dict(fields), keep_none=("external_id", "workspace", "metadata")
-    )
+    body = context_body(**dict(fields), keep_none=("external_id", "workspace", "metadata"))
     return Call(
         "PUT",
         f"/api/contexts/{int(context_id)}",

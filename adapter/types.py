@@ -44,18 +44,20 @@ class Context(ContextSummary):
         return cls(**_summary_fields(obj), content=_wire(obj, CONTEXT_WIRE_NAMES, "content", ""))
 
 
+_N = CONTEXT_WIRE_NAMES  # hoisted: a listing parses up to 500 rows a page
+
+
 def _summary_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
-    n = CONTEXT_WIRE_NAMES
     return {
-        "id": int(_wire(obj, n, "id")),
-        "workspace": _wire(obj, n, "workspace"),
-        "type": _wire(obj, n, "type"),
-        "title": _wire(obj, n, "title"),
-        "tags": tuple(_wire(obj, n, "tags", ()) or ()),
-        "external_id": _wire(obj, n, "external_id"),
-        "metadata": dict(_wire(obj, n, "metadata", {}) or {}),
-        "created_at": parse_timestamp(_wire(obj, n, "created_at")),
-        "updated_at": parse_timestamp(_wire(obj, n, "updated_at")),
+        "id": int(obj[_N["id"]]),
+        "workspace": obj.get(_N["workspace"]),
+        "type": obj[_N["type"]],
+        "title": obj[_N["title"]],
+        "tags": tuple(obj.get(_N["tags"]) or ()),
+        "external_id": obj.get(_N["external_id"]),
+        "metadata": dict(obj.get(_N["metadata"]) or {}),
+        "created_at": parse_timestamp(obj[_N["created_at"]]),
+        "updated_at": parse_timestamp(obj[_N["updated_at"]]),
     }
 
 

@@ -609,12 +609,155 @@ def bench_search(bench: Bench) -> None:
 # ----- report -------------------------------------------------------------------------------------
 
 
+@section("memory tool commands (adapter in-process vs the SDK's local filesystem tool)")
+def bench_memory_tool(bench: Bench) -> None:
+    """Each memory command through the adapter on the in-process fake, next to the same
+    command on the SDK's own BetaLocalFilesystemMemoryTool in a temporary directory, with
+    the number of HTTP requests each adapter command makes (read from the journal)."""
+    import tempfile
+
+    from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool
+
+    from adapter import ContextQMemoryTool
+
+    it = bench.iters(full=(200, 20), quick=(40, 5))
+    fake = FakeContextQ()
+    tenant = fake.create_tenant(plan="unlimited")
+    fake.create_workspace(tenant, "acme")
+    key = fake.mint_key(tenant, ("read", "write", "admin"))
+    ours = ContextQMemoryTool(key, http_client=fake.client(), workspace="acme")
+    tmp = tempfile.TemporaryDirectory()
+    sdk = BetaLocalFilesystemMemoryTool(base_path=tmp.name)
+    text = "".join(f"line {i}: some remembered fact about the project\n" for i in range(40))
+    total = it.n + it.warmup + 5
+    for tool in (ours, sdk):
+        tool.call({"command": "create", "path": "/memories/file.md", "file_text": text})
+        tool.call({"command": "create", "path": "/memories/edit.md", "file_text": "alpha\n"})
+        tool.call({"command": "create", "path": "/memories/move-a.md", "file_text": "x\n"})
+        for i in range(200):
+            tool.call(
+                {
+                    "command": "create",
+                    "path": f"/memories/dir/{i:03}.md",
+                    "file_text": f"file {i}\n",
+                }
+            )
+        for i in range(total):
+            tool.call(
+                {"command": "create", "path": f"/memories/trash/{i:04}.md", "file_text": "bye\n"}
+            )
+
+    def commands(tool: Any) -> dict[str, Callable[[], object]]:
+        """Each command, repeatable: creates make new files, deletes use files made in
+        advance, edits and renames flip back and forth."""
+        state = {"create": 0, "delete": 0, "replace": 0, "rename": 0}
+
+        def create() -> object:
+            state["create"] += 1
+            return tool.call(
+                {
+                    "command": "create",
+                    "path": f"/memories/new/{state['create']}.md",
+                    "file_text": "new\n",
+                }
+            )
+
+        def delete() -> object:
+            state["delete"] += 1
+            return tool.call(
+                {"command": "delete", "path": f"/memories/trash/{state['delete'] - 1:04}.md"}
+            )
+
+        def str_replace() -> object:
+            state["replace"] += 1
+            old, new = ("alpha", "beta") if state["replace"] % 2 else ("beta", "alpha")
+            return tool.call(
+                {
+                    "command": "str_replace",
+                    "path": "/memories/edit.md",
+                    "old_str": old,
+                    "new_str": new,
+                }
+            )
+
+        def rename() -> object:
+            state["rename"] += 1
+            a, b = ("move-a", "move-b") if state["rename"] % 2 else ("move-b", "move-a")
+            return tool.call(
+                {
+                    "command": "rename",
+                    "old_path": f"/memories/{a}.md",
+                    "new_path": f"/memories/{b}.md",
+                }
+            )
+
+        return {
+            "view file": lambda: tool.call({"command": "view", "path": "/memories/file.md"}),
+            "view 200-file directory": lambda: tool.call(
+                {"command": "view", "path": "/memories/dir"}
+            ),
+            "create": create,
+            "str_replace": str_replace,
+            "insert": lambda: tool.call(
+                {
+                    "command": "insert",
+                    "path": "/memories/file.md",
+                    "insert_line": 1,
+                    "insert_text": "more",
+                }
+            ),
+            "delete": delete,
+            "rename": rename,
+        }
+
+    limits = {
+        "view file": 1,
+        "view 200-file directory": 2,
+        "create": 2,
+        "str_replace": 2,
+        "insert": 2,
+        "delete": 2,
+        "rename": 4,
+    }
+    ours_cmds, sdk_cmds = commands(ours), commands(sdk)
+    for name, most in limits.items():
+        before = len(fake.journal)
+        ours_cmds[name]()  # one un-timed call, counted
+        requests = len(fake.journal) - before
+        sdk_cmds[name]()
+        sdk_s, ours_s = measure_interleaved([sdk_cmds[name], ours_cmds[name]], it.n, it.warmup)
+        bench.add(f"sdk local fs: {name}", sdk_s)
+        verdict = "PASS" if requests <= most else "MISS"
+        bench.add(
+            f"adapter: {name}",
+            ours_s,
+            baseline=f"sdk local fs: {name}",
+            target=Target(max_ms=3.0),
+            note=f"{requests} request(s), target <= {most}: {verdict}",
+        )
+        if requests > most:
+            bench.note(f"MISS: adapter {name} made {requests} requests (target <= {most})")
+    ours.close()
+    fake.close()
+    tmp.cleanup()
+
+
 def fmt_ms(value: float) -> str:
     return f"{value:.3f}" if value < 10 else f"{value:.1f}"
 
 
 def table(rows: Sequence[Row]) -> str:
-    header = ("benchmark", "n", "median ms", "p90 ms", "baseline", "x base", "target", "result")
+    header = (
+        "benchmark",
+        "n",
+        "median ms",
+        "p90 ms",
+        "baseline",
+        "x base",
+        "target",
+        "result",
+        "note",
+    )
     lines: list[tuple[str, ...] | str] = []
     current = None
     for r in rows:
@@ -631,6 +774,7 @@ def table(rows: Sequence[Row]) -> str:
                 "-" if r.ratio is None else f"{r.ratio:.2f}x",
                 r.target.describe() if r.target else "",
                 r.result or "",
+                r.note,
             )
         )
     cells = [line for line in lines if isinstance(line, tuple)]

@@ -228,7 +228,7 @@ def test_the_async_client(fake: FakeContextQ, key: str) -> None:
 
 
 def test_an_unexpected_body_is_a_clear_error(key: str) -> None:
-    transport = httpx2.MockTransport(lambda request: httpx2.Response(200, json={"nope": 1}))
+    transport = httpx2.MockTransport(lambda _request: httpx2.Response(200, json={"nope": 1}))
     api = ContextQClient(key, http_client=httpx2.Client(transport=transport, base_url="http://x"))
     with pytest.raises(adapter.ContextQError, match="unexpected answer body"):
         api.get_context(1)
