@@ -41,7 +41,26 @@ _HOMES = {
     "Store": "store",
 }
 
-__all__ = [*sorted(_HOMES), "__version__"]
+__all__ = [
+    "ApiError",
+    "ApiKey",
+    "AuditChainError",
+    "AuditRow",
+    "Context",
+    "ContextQBackend",
+    "FakeContextQ",
+    "Fault",
+    "Faults",
+    "Journal",
+    "JournalEntry",
+    "MemoryStore",
+    "ServedFake",
+    "Store",
+    "Tenant",
+    "ValidationFailed",
+    "Workspace",
+    "__version__",
+]
 
 
 def __getattr__(name: str) -> Any:
