@@ -423,21 +423,19 @@ class MemoryCore:
 
     def create(self, path: str, file_text: str) -> Plan:
         loc = self.locate(path)
+        exists = ToolError(f"File {path} already exists")  # the SDK's words for a directory too
         if loc.is_store_root or (loc.is_workspace_root and self.pinned is not None):
-            raise ToolError(f"The path {path} is a directory; give a file path under it.")
+            raise exists
         yield from self._check_workspace_name(loc, reading=False)
         if loc.is_workspace_root:
             if (yield from self._workspace_exists(loc.workspace or "")):
-                raise ToolError(
-                    f"The path {path} is a directory (the workspace "
-                    f"'{loc.workspace}'); give a file path under it."
-                )
+                raise exists
             yield from self._no_such_workspace(loc, reading=False)
         self._check_size(file_text, path)
         yield from self._ensure_workspace(loc)
         rows: list[Row] = yield from self._rows(loc.workspace)
         if any(r.rest == loc.rest for r in rows) or self._under(rows, loc.rest):
-            raise ToolError(f"File {path} already exists")
+            raise exists
         ancestor = self._file_ancestor(rows, loc.rest)
         if ancestor is not None:
             raise ToolError(
@@ -447,7 +445,7 @@ class MemoryCore:
         try:
             yield from self._create_row(loc, file_text)
         except errors.ExternalIdTakenError:
-            raise ToolError(f"File {path} already exists") from None
+            raise exists from None
         return f"File created successfully at: {path}"
 
     def _create_row(self, loc: Location, text: str) -> Plan:
