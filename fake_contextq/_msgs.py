@@ -97,3 +97,20 @@ CHAIN_PREV_MISMATCH = (
 )
 CHAIN_HASH_MISMATCH = "audit row {id}: stored hash {got} does not match its contents ({expected})"
 CHAIN_ID_ORDER = "audit row {id}: ids must increase along the chain (previous row is {prev_id})"
+
+# Agent Memory Layer
+SESSION_NOT_FOUND = "Agent session {id} not found."
+TASK_NOT_FOUND = "Agent task {id} not found."
+TASK_KEY_NOT_FOUND = "No task with key {key!r} in session {session}."
+TASK_OWN_PARENT = "A task cannot be its own parent."
+SEQ_CONFLICT_MSG = (
+    "Checkpoint seq {seq} is not the next one: the session expects seq {expected} "
+    "(another writer may have checkpointed first)."
+)
+EVIDENCE_REQUIRED_MSG = "A task is verified only with evidence: send a non-blank 'evidence'."
+NO_WORKSPACE_MSG = (
+    "A handoff needs a workspace: neither the body nor the session carries one (an unknown "
+    "workspace slug is silently dropped when a session starts)."
+)
+LLM_UNAVAILABLE_MSG = "No LLM provider is configured on this server, so no handoff can be written."
+LLM_EMPTY_MSG = "The LLM provider returned no handoff text."

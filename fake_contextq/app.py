@@ -341,6 +341,138 @@ def _routes(*, control: bool) -> FastAPI:
         p, backend = principal(request)
         return json_response(200, contract.search_json(backend.search(p, await read_body(request))))
 
+    # ----- Agent Memory Layer -----
+
+    @api.post(
+        "/api/agent/sessions",
+        status_code=201,
+        tags=["agent"],
+        openapi_extra=oa.json_body(oa.SESSION_START),
+        responses=oa.responses(201, oa.SESSION, 400, 403, 404),
+    )
+    async def start_session(request: Request) -> Response:
+        p, backend = principal(request)
+        session = backend.agent.start_session(p, await read_body(request))
+        return json_response(201, contract.session_json(session))
+
+    @api.get(
+        "/api/agent/sessions/{session_id}",
+        tags=["agent"],
+        openapi_extra=oa.SESSION_ID_PARAM,
+        responses=oa.responses(200, oa.SESSION, 400, 403, 404),
+    )
+    async def get_session(request: Request) -> Response:
+        p, backend = principal(request)
+        session = backend.agent.get_session(p, request.path_params["session_id"])
+        return json_response(200, contract.session_json(session))
+
+    @api.post(
+        "/api/agent/sessions/{session_id}/end",
+        tags=["agent"],
+        openapi_extra=oa.merged(oa.SESSION_ID_PARAM, oa.json_body(oa.SESSION_END)),
+        responses=oa.responses(200, oa.SESSION, 400, 403, 404),
+    )
+    async def end_session(request: Request) -> Response:
+        p, backend = principal(request)
+        session = backend.agent.end_session(
+            p, request.path_params["session_id"], await read_body(request)
+        )
+        return json_response(200, contract.session_json(session))
+
+    @api.post(
+        "/api/agent/sessions/{session_id}/checkpoint",
+        status_code=201,
+        tags=["agent"],
+        openapi_extra=oa.merged(oa.SESSION_ID_PARAM, oa.json_body(oa.CHECKPOINT_BODY)),
+        responses=oa.responses(201, oa.CHECKPOINT, 400, 403, 404, 409),
+    )
+    async def checkpoint(request: Request) -> Response:
+        p, backend = principal(request)
+        cp = backend.agent.checkpoint(
+            p, request.path_params["session_id"], await read_body(request)
+        )
+        return json_response(201, contract.checkpoint_json(cp))
+
+    @api.get(
+        "/api/agent/sessions/{session_id}/resume",
+        tags=["agent"],
+        openapi_extra=oa.SESSION_ID_PARAM,
+        responses=oa.responses(200, oa.RESUME, 400, 403, 404),
+    )
+    async def resume(request: Request) -> Response:
+        p, backend = principal(request)
+        found = backend.agent.resume(p, request.path_params["session_id"])
+        return json_response(200, contract.resume_json(found))
+
+    @api.get(
+        "/api/agent/sessions/{session_id}/tasks",
+        tags=["agent"],
+        openapi_extra=oa.SESSION_ID_PARAM,
+        responses=oa.responses(200, oa.TASKS, 400, 403, 404),
+    )
+    async def list_tasks(request: Request) -> Response:
+        p, backend = principal(request)
+        tasks = backend.agent.list_tasks(p, request.path_params["session_id"])
+        return json_response(200, {"items": [contract.task_json(t) for t in tasks]})
+
+    @api.post(
+        "/api/agent/tasks",
+        status_code=201,
+        tags=["agent"],
+        openapi_extra=oa.json_body(oa.TASK_BODY),
+        responses={**oa.responses(201, oa.TASK, 400, 403, 404, 422), **oa.responses(200, oa.TASK)},
+    )
+    async def upsert_task(request: Request) -> Response:
+        p, backend = principal(request)
+        task, created = backend.agent.upsert_task(p, await read_body(request))
+        return json_response(201 if created else 200, contract.task_json(task))
+
+    @api.post(
+        "/api/agent/tasks/{task_id}/tick",
+        tags=["agent"],
+        openapi_extra=oa.merged(oa.TASK_ID_PARAM, oa.json_body(oa.TICK_BODY)),
+        responses=oa.responses(200, oa.TASK, 400, 403, 404, 422),
+    )
+    async def tick_task(request: Request) -> Response:
+        p, backend = principal(request)
+        task = backend.agent.tick_task(p, request.path_params["task_id"], await read_body(request))
+        return json_response(200, contract.task_json(task))
+
+    @api.post(
+        "/api/agent/lessons",
+        status_code=201,
+        tags=["agent"],
+        openapi_extra=oa.json_body(oa.LESSON_BODY),
+        responses=oa.responses(201, oa.LESSON, 400, 403, 404),
+    )
+    async def add_lesson(request: Request) -> Response:
+        p, backend = principal(request)
+        lesson = backend.agent.add_lesson(p, await read_body(request))
+        return json_response(201, contract.lesson_json(lesson))
+
+    @api.post(
+        "/api/agent/handoff",
+        status_code=201,
+        tags=["agent"],
+        openapi_extra=oa.json_body(oa.HANDOFF_BODY),
+        responses=oa.responses(201, oa.HANDOFF, 400, 403, 404, 503),
+    )
+    async def handoff(request: Request) -> Response:
+        p, backend = principal(request)
+        written = backend.agent.handoff(p, await read_body(request))
+        return json_response(201, contract.handoff_json(written))
+
+    @api.post(
+        "/api/agent/boot",
+        tags=["agent"],
+        openapi_extra=oa.json_body(oa.BOOT_BODY),
+        responses=oa.responses(200, oa.BOOT, 400, 403),
+    )
+    async def boot(request: Request) -> Response:
+        p, backend = principal(request)
+        pack = backend.agent.boot(p, await read_body(request))
+        return json_response(200, contract.boot_json(pack))
+
     if control:
         from fake_contextq.control import mount_control
 

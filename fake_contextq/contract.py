@@ -477,3 +477,263 @@ def workspace_json(w: r.Workspace) -> dict[str, Any]:
 
 def workspaces_json(items: Sequence[r.Workspace]) -> dict[str, Any]:
     return {"items": [workspace_json(w) for w in items]}
+
+
+# --- Agent Memory Layer ----------------------------------------------------------------------
+# Bodies are snake_case, as the seeds name their fields.
+
+EMBEDDING_DIMENSIONS: Final = 768  # [seed] vector(768), despite the type's name vector384
+SESSION_STATUS_ACTIVE: Final = "active"  # [assumed]
+SESSION_END_STATUSES: Final = ("completed", "failed", "cancelled")  # [assumed]
+TASK_STATUSES: Final = ("pending", "in_progress", "blocked", "verified")  # [assumed]
+TASK_OPEN_STATUSES: Final = ("pending", "in_progress", "blocked")  # [assumed] open = unverified
+TASK_VERIFIED: Final = "verified"  # [assumed] what a tick sets; needs evidence
+MAX_STATE_BYTES: Final = 256 * 1024  # [assumed] a checkpoint's state, as compact JSON
+MAX_METADATA_BYTES: Final = 64 * 1024  # [assumed] a session's metadata, as compact JSON
+MAX_TEXT_CHARS: Final = 10_000  # [assumed] lesson text, evidence, summaries
+MAX_TASK_KEY_CHARS: Final = 200  # [assumed]
+MAX_GOAL_CHARS: Final = 2_000  # [assumed]
+DEFAULT_TOKEN_BUDGET: Final = 4_000  # [assumed]
+MAX_TOKEN_BUDGET: Final = 200_000  # [assumed]
+BOOT_LESSONS: Final = 5  # [assumed] lessons recalled into a Boot Pack
+BOOT_FACTS: Final = 5  # [assumed] search hits of the goal in a Boot Pack
+
+
+def estimate_tokens(value: Any) -> int:
+    """[assumed] ~4 characters of compact JSON per token, rounded up."""
+    return -(-len(canonical_json(value)) // 4)
+
+
+class AgentAction:
+    """[assumed] audit ``action`` names of the agent layer's writes."""
+
+    SESSION_START: Final = "agent.session.start"
+    SESSION_END: Final = "agent.session.end"
+    CHECKPOINT: Final = "agent.checkpoint"
+    TASK_UPSERT: Final = "agent.task.upsert"
+    TASK_TICK: Final = "agent.task.tick"
+    LESSON_ADD: Final = "agent.lesson.add"
+    HANDOFF: Final = "agent.handoff"
+
+
+def _json_size(value: Any) -> int:
+    return len(canonical_json(value).encode())
+
+
+def _decode(raw: bytes | Mapping[str, Any]) -> Any:
+    return _validate.decode_json(raw) if isinstance(raw, bytes | str) else raw
+
+
+def parse_session_start(raw: bytes | Mapping[str, Any]) -> dict[str, Any]:
+    """[assumed] ``{"workspace"?, "parent_session_id"?, "metadata"?}``."""
+    issues = _validate.Issues()
+    reader = _validate.Reader(_decode(raw), issues)
+    workspace = reader.string(
+        "workspace", nullable=True, min_len=1, max_len=MAX_WORKSPACE_SLUG_CHARS
+    )
+    parent = reader.integer("parent_session_id", minimum=1, maximum=2**63 - 1)
+    metadata = reader.mapping("metadata", nullable=True) or {}
+    if _json_size(metadata) > MAX_METADATA_BYTES:
+        issues.add(
+            ("metadata",),
+            _msgs.TOO_MANY_BYTES.format(max=MAX_METADATA_BYTES, got=_json_size(metadata)),
+        )
+    issues.check()
+    return {"workspace": workspace, "parent_session_id": parent, "metadata": metadata}
+
+
+def parse_session_end(raw: bytes | Mapping[str, Any]) -> dict[str, Any]:
+    """[assumed] ``{"status": completed|failed|cancelled, "summary"?}``."""
+    issues = _validate.Issues()
+    reader = _validate.Reader(_decode(raw), issues)
+    status = reader.enum("status", SESSION_END_STATUSES, required=True)
+    summary = reader.string("summary", nullable=True, max_len=MAX_TEXT_CHARS)
+    issues.check()
+    return {"status": status, "summary": summary}
+
+
+def parse_checkpoint(raw: bytes | Mapping[str, Any]) -> dict[str, Any]:
+    """[assumed] ``{"seq": int >= 1, "state": object, "summary"?}``."""
+    issues = _validate.Issues()
+    reader = _validate.Reader(_decode(raw), issues)
+    seq = reader.integer("seq", minimum=1, maximum=2**31 - 1)
+    if seq is None and reader.ok and "seq" not in reader.obj:
+        issues.add(("seq",), _msgs.REQUIRED)
+    state = reader.mapping("state")
+    if state is None and reader.ok and "state" not in reader.obj:
+        issues.add(("state",), _msgs.REQUIRED)
+    if state is not None and _json_size(state) > MAX_STATE_BYTES:
+        issues.add(
+            ("state",), _msgs.TOO_MANY_BYTES.format(max=MAX_STATE_BYTES, got=_json_size(state))
+        )
+    summary = reader.string("summary", nullable=True, max_len=MAX_TEXT_CHARS)
+    issues.check()
+    return {"seq": seq, "state": state, "summary": summary}
+
+
+def parse_task(raw: bytes | Mapping[str, Any]) -> dict[str, Any]:
+    """[assumed] ``{"session_id", "key", "title", "status"?, "parent_key"?, "evidence"?}``."""
+    issues = _validate.Issues()
+    reader = _validate.Reader(_decode(raw), issues)
+    session_id = reader.integer("session_id", minimum=1, maximum=2**63 - 1)
+    if session_id is None and reader.ok and "session_id" not in reader.obj:
+        issues.add(("session_id",), _msgs.REQUIRED)
+    key = reader.string("key", required=True, min_len=1, max_len=MAX_TASK_KEY_CHARS)
+    title = reader.string("title", required=True, min_len=1, max_len=MAX_TITLE_CHARS)
+    status = reader.enum("status", TASK_STATUSES) or "pending"
+    parent_key = reader.string("parent_key", nullable=True, min_len=1, max_len=MAX_TASK_KEY_CHARS)
+    evidence = reader.string("evidence", nullable=True, max_len=MAX_TEXT_CHARS)
+    issues.check()
+    return {
+        "session_id": session_id,
+        "key": key,
+        "title": title,
+        "status": status,
+        "parent_key": parent_key,
+        "evidence": evidence,
+    }
+
+
+def parse_tick(raw: bytes | Mapping[str, Any]) -> str | None:
+    """[assumed] ``{"evidence": str}``; a missing or blank one is left to the 422 check."""
+    issues = _validate.Issues()
+    reader = _validate.Reader(_decode(raw) if raw else {}, issues)
+    evidence = reader.string("evidence", nullable=True, max_len=MAX_TEXT_CHARS)
+    issues.check()
+    return evidence
+
+
+def parse_lesson(raw: bytes | Mapping[str, Any]) -> dict[str, Any]:
+    """[assumed] ``{"text", "workspace"?, "session_id"?, "tags"?}``."""
+    issues = _validate.Issues()
+    reader = _validate.Reader(_decode(raw), issues)
+    text = reader.string("text", required=True, min_len=1, max_len=MAX_TEXT_CHARS)
+    workspace = reader.string(
+        "workspace", nullable=True, min_len=1, max_len=MAX_WORKSPACE_SLUG_CHARS
+    )
+    session_id = reader.integer("session_id", minimum=1, maximum=2**63 - 1)
+    tags = reader.string_list("tags", max_items=MAX_TAGS, max_item_len=MAX_TAG_CHARS)
+    issues.check()
+    return {"text": text, "workspace": workspace, "session_id": session_id, "tags": tags or ()}
+
+
+def parse_handoff(raw: bytes | Mapping[str, Any]) -> dict[str, Any]:
+    """[assumed] ``{"session_id"?, "workspace"?}``."""
+    issues = _validate.Issues()
+    reader = _validate.Reader(_decode(raw) if raw else {}, issues)
+    session_id = reader.integer("session_id", minimum=1, maximum=2**63 - 1)
+    workspace = reader.string(
+        "workspace", nullable=True, min_len=1, max_len=MAX_WORKSPACE_SLUG_CHARS
+    )
+    issues.check()
+    return {"session_id": session_id, "workspace": workspace}
+
+
+def parse_boot(raw: bytes | Mapping[str, Any]) -> dict[str, Any]:
+    """[seed] ``goal``, ``workspace``, ``token_budget``; [assumed] limits and default."""
+    issues = _validate.Issues()
+    reader = _validate.Reader(_decode(raw), issues)
+    goal = reader.string("goal", required=True, min_len=1, max_len=MAX_GOAL_CHARS)
+    workspace = reader.string(
+        "workspace", nullable=True, min_len=1, max_len=MAX_WORKSPACE_SLUG_CHARS
+    )
+    budget = reader.integer("token_budget", minimum=1, maximum=MAX_TOKEN_BUDGET)
+    issues.check()
+    return {
+        "goal": goal,
+        "workspace": workspace,
+        "token_budget": DEFAULT_TOKEN_BUDGET if budget is None else budget,
+    }
+
+
+def session_json(s: r.AgentSession) -> dict[str, Any]:
+    return {
+        "id": s.id,
+        "workspace": s.workspace,
+        "parent_session_id": s.parent_session_id,
+        "status": s.status,
+        "summary": s.summary,
+        "metadata": s.metadata,
+        "started_at": timestamp(s.started_at),
+        "ended_at": None if s.ended_at is None else timestamp(s.ended_at),
+    }
+
+
+def checkpoint_json(c: r.Checkpoint) -> dict[str, Any]:
+    return {
+        "id": c.id,
+        "session_id": c.session_id,
+        "seq": c.seq,
+        "state": c.state,
+        "summary": c.summary,
+        "created_at": timestamp(c.created_at),
+    }
+
+
+def task_json(t: r.AgentTask) -> dict[str, Any]:
+    return {
+        "id": t.id,
+        "session_id": t.session_id,
+        "key": t.key,
+        "title": t.title,
+        "status": t.status,
+        "parent_id": t.parent_id,
+        "evidence": t.evidence,
+        "created_at": timestamp(t.created_at),
+        "updated_at": timestamp(t.updated_at),
+    }
+
+
+def lesson_json(lesson: r.Lesson, score: float | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": lesson.id,
+        "text": lesson.text,
+        "workspace": lesson.workspace,
+        "session_id": lesson.session_id,
+        "tags": list(lesson.tags),
+        "embedded": lesson.embedding is not None,
+        "created_at": timestamp(lesson.created_at),
+    }
+    if score is not None:
+        out["score"] = round(score, 6)
+    return out
+
+
+def handoff_json(h: r.Handoff) -> dict[str, Any]:
+    return {
+        "id": h.id,
+        "workspace": h.workspace,
+        "session_id": h.session_id,
+        "content": h.content,
+        "created_at": timestamp(h.created_at),
+    }
+
+
+def resume_json(res: r.Resume) -> dict[str, Any]:
+    return {
+        "session": session_json(res.session),
+        "checkpoint": None if res.checkpoint is None else checkpoint_json(res.checkpoint),
+        "open_tasks": [task_json(t) for t in res.open_tasks],
+    }
+
+
+def fact_json(hit: r.SearchHit) -> dict[str, Any]:
+    return {
+        "context": context_json(hit.context, with_content=False),
+        "score": round(hit.score, 6),
+        "snippet": hit.snippet,
+    }
+
+
+def boot_json(pack: r.BootPack) -> dict[str, Any]:
+    return {
+        "goal": pack.goal,
+        "workspace": pack.workspace,
+        "resume": None if pack.resume is None else resume_json(pack.resume),
+        "handoff": None if pack.handoff is None else handoff_json(pack.handoff),
+        "lessons": [lesson_json(x, pack.lesson_scores.get(x.id)) for x in pack.lessons],
+        "facts": [fact_json(h) for h in pack.facts],
+        "token_budget": pack.token_budget,
+        "tokens_used": pack.tokens_used,
+        "truncated": pack.truncated,
+    }

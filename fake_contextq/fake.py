@@ -11,10 +11,12 @@ import httpx2
 
 from fake_contextq import contract
 from fake_contextq.app import ASGIApp, create_app
+from fake_contextq.embeddings import Embedder, checked, hashing_embedder
 from fake_contextq.faults import Faults
+from fake_contextq.handoff import Summariser, builtin_summariser
 from fake_contextq.journal import Journal
 from fake_contextq.models import ContextQBackend
-from fake_contextq.records import ApiKey, AuditRow, Context, Tenant, Workspace
+from fake_contextq.records import ApiKey, AuditRow, Context, Lesson, Tenant, Workspace
 from fake_contextq.store import Store
 from fake_contextq.transport import AsyncInProcessTransport, InProcessTransport, LoopRunner
 
@@ -37,9 +39,35 @@ class FakeContextQ:
     base_url = "http://contextq.test"
 
     def __init__(
-        self, *, store: Store | None = None, clock: Callable[[], datetime] | None = None
+        self,
+        *,
+        store: Store | None = None,
+        clock: Callable[[], datetime] | None = None,
+        embeddings: bool = True,
+        embed: Embedder | None = None,
+        llm: bool | Summariser | None = None,
     ) -> None:
-        self.backend = ContextQBackend(store, clock)
+        """``embeddings=False`` stores lessons with no vector (boot falls back to recency);
+        ``embed`` replaces the built-in 768-dimensional hashing embedder (a wrong dimension
+        is refused here); ``llm=True`` writes handoffs with a built-in deterministic
+        summariser, a callable writes them itself, and the default (no provider) answers
+        handoffs with 503, as a ContextQ without an LLM does."""
+        if not embeddings:
+            embedder = None
+        elif embed is not None:
+            embedder = checked(embed)
+        else:
+            embedder = hashing_embedder
+        summariser: Summariser | None
+        if llm is True:
+            summariser = builtin_summariser
+        elif llm is None or llm is False:
+            summariser = None
+        elif callable(llm):
+            summariser = llm
+        else:
+            raise TypeError(f"llm must be True, None or a callable, got {llm!r}")
+        self.backend = ContextQBackend(store, clock, embed=embedder, llm=summariser)
         self.journal = Journal()
         self.faults = Faults()
         self.app: ASGIApp = create_app(self.backend, self.journal, self.faults)
@@ -87,6 +115,10 @@ class FakeContextQ:
 
     def workspaces(self, tenant: TenantRef) -> list[Workspace]:
         return self.backend.workspaces(_tenant_id(tenant))
+
+    def lessons(self, tenant: TenantRef) -> list[Lesson]:
+        """The tenant's agent lessons, with their vectors (None when not embedded)."""
+        return self.backend.agent.lessons(_tenant_id(tenant))
 
     def audit_log(self) -> list[AuditRow]:
         """Every audit row, in chain order."""

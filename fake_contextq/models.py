@@ -16,7 +16,9 @@ from typing import Any
 from fake_contextq import _msgs, audit, auth, contract, quota
 from fake_contextq import records as r
 from fake_contextq._validate import Issues
+from fake_contextq.agent import AgentLayer
 from fake_contextq.errors import ApiError, not_found, unauthorized
+from fake_contextq.handoff import Summariser
 from fake_contextq.search import query_terms, snippet
 from fake_contextq.store import MemoryStore, Store
 
@@ -31,9 +33,17 @@ def _utcnow() -> datetime:
 class ContextQBackend:
     """The state and rules of one fake ContextQ installation (all its tenants)."""
 
-    def __init__(self, store: Store | None = None, clock: Callable[[], datetime] | None = None):
+    def __init__(
+        self,
+        store: Store | None = None,
+        clock: Callable[[], datetime] | None = None,
+        *,
+        embed: Callable[[str], tuple[float, ...]] | None = None,
+        llm: Summariser | None = None,
+    ) -> None:
         self.store: Store = store if store is not None else MemoryStore()
         self.clock = clock or _utcnow
+        self.agent = AgentLayer(self, embed, llm)
 
     # ----- administration (the object API; no scopes, no audit rows) -----
 
@@ -147,7 +157,7 @@ class ContextQBackend:
             self._ensure_external_id_free(p.tenant_id, item.external_id, None)
             context = self._new_context(p.tenant_id, item)
             self.store.put_context(context)
-            self._audit(p, contract.AuditAction.CONTEXT_CREATE, "context", str(context.id))
+            self.audit(p, contract.AuditAction.CONTEXT_CREATE, "context", str(context.id))
             return context
 
     def list_contexts(self, p: r.Principal, params: Mapping[str, str]) -> r.Page:
@@ -189,7 +199,7 @@ class ContextQBackend:
                 self._ensure_external_id_free(p.tenant_id, item.external_id, old.id)
             context = self._apply(old, item)
             self.store.put_context(context)
-            self._audit(p, contract.AuditAction.CONTEXT_UPDATE, "context", str(context.id))
+            self.audit(p, contract.AuditAction.CONTEXT_UPDATE, "context", str(context.id))
             return context
 
     def delete_context(self, p: r.Principal, raw_id: str | int) -> None:
@@ -198,7 +208,7 @@ class ContextQBackend:
         with self.store.transaction():
             context = self._context(p.tenant_id, context_id)
             self.store.delete_context(context)
-            self._audit(p, contract.AuditAction.CONTEXT_DELETE, "context", str(context.id))
+            self.audit(p, contract.AuditAction.CONTEXT_DELETE, "context", str(context.id))
 
     def bulk_upsert(self, p: r.Principal, body: Body) -> r.BulkResult:
         auth.require_scope(p.scopes, WRITE)
@@ -217,7 +227,7 @@ class ContextQBackend:
                 )
                 self.store.put_context(context)
                 out.append(context)
-            self._audit(p, contract.AuditAction.CONTEXT_BULK_UPSERT, "context", None)
+            self.audit(p, contract.AuditAction.CONTEXT_BULK_UPSERT, "context", None)
             return r.BulkResult(created=adding, updated=len(items) - adding, items=out)
 
     def search(self, p: r.Principal, body: Body) -> list[r.SearchHit]:
@@ -250,7 +260,7 @@ class ContextQBackend:
         slug, name = contract.parse_workspace_body(body)
         with self.store.transaction():
             ws = self._insert_workspace(p.tenant_id, slug, name)
-            self._audit(p, contract.AuditAction.WORKSPACE_CREATE, "workspace", ws.slug)
+            self.audit(p, contract.AuditAction.WORKSPACE_CREATE, "workspace", ws.slug)
             return ws
 
     def archive_workspace(self, p: r.Principal, slug: str) -> r.Workspace:
@@ -258,7 +268,7 @@ class ContextQBackend:
         with self.store.transaction():
             ws = replace(self._workspace(p.tenant_id, slug), archived=True)
             self.store.put_workspace(ws)
-            self._audit(p, contract.AuditAction.WORKSPACE_ARCHIVE, "workspace", ws.slug)
+            self.audit(p, contract.AuditAction.WORKSPACE_ARCHIVE, "workspace", ws.slug)
             return ws
 
     def delete_workspace(self, p: r.Principal, slug: str) -> None:
@@ -273,7 +283,7 @@ class ContextQBackend:
                     contexts=held,
                 )
             self.store.delete_workspace(ws)
-            self._audit(p, contract.AuditAction.WORKSPACE_DELETE, "workspace", ws.slug)
+            self.audit(p, contract.AuditAction.WORKSPACE_DELETE, "workspace", ws.slug)
 
     # ----- helpers -----
 
@@ -365,7 +375,8 @@ class ContextQBackend:
             changes["workspace"] = None if ws is None else ws.slug
         return replace(old, **changes)
 
-    def _audit(self, p: r.Principal, action: str, entity: str, entity_id: str | None) -> None:
+    def audit(self, p: r.Principal, action: str, entity: str, entity_id: str | None) -> None:
+        """Append the chained audit row of one successful write (inside its transaction)."""
         row = audit.chain_row(
             self.store.last_audit(),
             row_id=self.store.next_id("activity_log"),

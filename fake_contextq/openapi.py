@@ -218,3 +218,92 @@ def responses(
     for status in sorted({401, 413, 415, *error_statuses}):
         out[status] = {"description": "Error.", "content": {"application/json": {"schema": ERROR}}}
     return out
+
+
+# ----- Agent Memory Layer -----
+
+_ID: Schema = {"type": "integer", "minimum": 1}
+_NULLABLE_TEXT: Schema = {
+    "anyOf": [{"type": "string", "maxLength": contract.MAX_TEXT_CHARS}, {"type": "null"}]
+}
+SESSION_START: Schema = {
+    "type": "object",
+    "properties": {
+        "workspace": NULLABLE_SLUG,
+        "parent_session_id": _ID,
+        "metadata": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+    },
+}
+SESSION_END: Schema = {
+    "type": "object",
+    "required": ["status"],
+    "properties": {
+        "status": {"type": "string", "enum": list(contract.SESSION_END_STATUSES)},
+        "summary": _NULLABLE_TEXT,
+    },
+}
+CHECKPOINT_BODY: Schema = {
+    "type": "object",
+    "required": ["seq", "state"],
+    "properties": {"seq": _ID, "state": {"type": "object"}, "summary": _NULLABLE_TEXT},
+}
+TASK_BODY: Schema = {
+    "type": "object",
+    "required": ["session_id", "key", "title"],
+    "properties": {
+        "session_id": _ID,
+        "key": {"type": "string", "minLength": 1, "maxLength": contract.MAX_TASK_KEY_CHARS},
+        "title": {"type": "string", "minLength": 1, "maxLength": contract.MAX_TITLE_CHARS},
+        "status": {"type": "string", "enum": list(contract.TASK_STATUSES)},
+        "parent_key": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "null"}]},
+        "evidence": _NULLABLE_TEXT,
+    },
+}
+TICK_BODY: Schema = {"type": "object", "properties": {"evidence": _NULLABLE_TEXT}}
+LESSON_BODY: Schema = {
+    "type": "object",
+    "required": ["text"],
+    "properties": {
+        "text": {"type": "string", "minLength": 1, "maxLength": contract.MAX_TEXT_CHARS},
+        "workspace": NULLABLE_SLUG,
+        "session_id": _ID,
+        "tags": STRING_LIST,
+    },
+}
+HANDOFF_BODY: Schema = {
+    "type": "object",
+    "properties": {"session_id": _ID, "workspace": NULLABLE_SLUG},
+}
+BOOT_BODY: Schema = {
+    "type": "object",
+    "required": ["goal"],
+    "properties": {
+        "goal": {"type": "string", "minLength": 1, "maxLength": contract.MAX_GOAL_CHARS},
+        "workspace": NULLABLE_SLUG,
+        "token_budget": {"type": "integer", "minimum": 1, "maximum": contract.MAX_TOKEN_BUDGET},
+    },
+}
+
+
+def _object(*required: str) -> Schema:
+    return {"type": "object", "required": list(required)}
+
+
+SESSION: Schema = _object(
+    "id", "workspace", "parent_session_id", "status", "metadata", "started_at", "ended_at"
+)
+CHECKPOINT: Schema = _object("id", "session_id", "seq", "state", "created_at")
+TASK: Schema = _object("id", "session_id", "key", "title", "status", "parent_id", "evidence")
+TASKS: Schema = {
+    "type": "object",
+    "required": ["items"],
+    "properties": {"items": {"type": "array", "items": TASK}},
+}
+RESUME: Schema = _object("session", "checkpoint", "open_tasks")
+LESSON: Schema = _object("id", "text", "workspace", "session_id", "tags", "embedded")
+HANDOFF: Schema = _object("id", "workspace", "session_id", "content", "created_at")
+BOOT: Schema = _object(
+    "goal", "resume", "handoff", "lessons", "facts", "token_budget", "tokens_used", "truncated"
+)
+SESSION_ID_PARAM: Schema = path_param("session_id", {"type": "string", "pattern": "^[0-9]+$"})
+TASK_ID_PARAM: Schema = path_param("task_id", {"type": "string", "pattern": "^[0-9]+$"})

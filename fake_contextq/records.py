@@ -142,3 +142,87 @@ class BulkResult:
     created: int
     updated: int
     items: list[Context]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSession:
+    id: int
+    tenant_id: int
+    workspace_id: int | None
+    workspace: str | None
+    parent_session_id: int | None
+    metadata: dict[str, Any]
+    status: str
+    summary: str | None
+    started_at: datetime
+    ended_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    id: int
+    tenant_id: int
+    session_id: int
+    seq: int
+    state: dict[str, Any]
+    summary: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AgentTask:
+    id: int
+    tenant_id: int
+    session_id: int
+    key: str
+    title: str
+    status: str
+    parent_id: int | None
+    evidence: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Lesson:
+    id: int
+    tenant_id: int
+    workspace_id: int | None
+    workspace: str | None
+    session_id: int | None
+    text: str
+    tags: tuple[str, ...]
+    embedding: tuple[float, ...] | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    id: int
+    tenant_id: int
+    workspace_id: int
+    workspace: str
+    session_id: int | None
+    content: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    session: AgentSession
+    checkpoint: Checkpoint | None
+    open_tasks: list[AgentTask]
+
+
+@dataclass(frozen=True, slots=True)
+class BootPack:
+    goal: str
+    workspace: str | None
+    resume: Resume | None
+    handoff: Handoff | None
+    lessons: list[Lesson]
+    facts: list[SearchHit]
+    token_budget: int
+    tokens_used: int
+    truncated: bool
+    lesson_scores: dict[int, float] = field(default_factory=dict)

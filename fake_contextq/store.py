@@ -12,7 +12,19 @@ from contextlib import AbstractContextManager
 from itertools import islice
 from typing import Protocol
 
-from fake_contextq.records import ApiKey, AuditRow, Context, ListQuery, Tenant, Workspace
+from fake_contextq.records import (
+    AgentSession,
+    AgentTask,
+    ApiKey,
+    AuditRow,
+    Checkpoint,
+    Context,
+    Handoff,
+    Lesson,
+    ListQuery,
+    Tenant,
+    Workspace,
+)
 from fake_contextq.search import SearchIndex
 
 
@@ -56,9 +68,32 @@ class Store(Protocol):
     def append_audit(self, row: AuditRow) -> None: ...
     def audit_rows(self) -> list[AuditRow]: ...
 
+    def put_session(self, session: AgentSession) -> None: ...
+    def session(self, tenant_id: int, session_id: int) -> AgentSession | None: ...
+    def latest_session(self, tenant_id: int, workspace_id: int | None) -> AgentSession | None: ...
+    def put_checkpoint(self, checkpoint: Checkpoint) -> None: ...
+    def last_checkpoint(self, session_id: int) -> Checkpoint | None: ...
+    def put_task(self, task: AgentTask) -> None: ...
+    def task(self, tenant_id: int, task_id: int) -> AgentTask | None: ...
+    def task_by_key(self, session_id: int, key: str) -> AgentTask | None: ...
+    def tasks(self, session_id: int) -> list[AgentTask]: ...
+    def put_lesson(self, lesson: Lesson) -> None: ...
+    def lessons(self, tenant_id: int) -> list[Lesson]: ...
+    def put_handoff(self, handoff: Handoff) -> None: ...
+    def latest_handoff(self, tenant_id: int, workspace_id: int | None) -> Handoff | None: ...
+
 
 class _TenantRows:
-    __slots__ = ("by_external", "contexts", "index", "keys", "workspaces")
+    __slots__ = (
+        "by_external",
+        "contexts",
+        "handoffs",
+        "index",
+        "keys",
+        "lessons",
+        "sessions",
+        "workspaces",
+    )
 
     def __init__(self) -> None:
         self.contexts: dict[int, Context] = {}  # insertion order is id order
@@ -66,6 +101,9 @@ class _TenantRows:
         self.workspaces: dict[str, Workspace] = {}
         self.keys: list[ApiKey] = []
         self.index = SearchIndex()
+        self.sessions: dict[int, AgentSession] = {}
+        self.lessons: dict[int, Lesson] = {}
+        self.handoffs: list[Handoff] = []
 
 
 class MemoryStore:
@@ -85,6 +123,10 @@ class MemoryStore:
             self._rows: dict[int, _TenantRows] = {}
             self._keys: dict[str, ApiKey] = {}
             self._audit: list[AuditRow] = []
+            self._checkpoints: dict[int, list[Checkpoint]] = {}
+            self._tasks: dict[int, AgentTask] = {}  # every tenant's, by id
+            self._task_keys: dict[tuple[int, str], int] = {}
+            self._session_tasks: dict[int, list[int]] = {}
 
     def next_id(self, kind: str) -> int:
         value = self._ids.get(kind, 0) + 1
@@ -209,3 +251,56 @@ class MemoryStore:
 
     def audit_rows(self) -> list[AuditRow]:
         return list(self._audit)
+
+    # agent layer
+
+    def put_session(self, session: AgentSession) -> None:
+        self._rows[session.tenant_id].sessions[session.id] = session
+
+    def session(self, tenant_id: int, session_id: int) -> AgentSession | None:
+        return self._rows[tenant_id].sessions.get(session_id)
+
+    def latest_session(self, tenant_id: int, workspace_id: int | None) -> AgentSession | None:
+        for session in reversed(self._rows[tenant_id].sessions.values()):
+            if workspace_id is None or session.workspace_id == workspace_id:
+                return session
+        return None
+
+    def put_checkpoint(self, checkpoint: Checkpoint) -> None:
+        self._checkpoints.setdefault(checkpoint.session_id, []).append(checkpoint)
+
+    def last_checkpoint(self, session_id: int) -> Checkpoint | None:
+        found = self._checkpoints.get(session_id)
+        return found[-1] if found else None
+
+    def put_task(self, task: AgentTask) -> None:
+        if task.id not in self._tasks:
+            self._session_tasks.setdefault(task.session_id, []).append(task.id)
+            self._task_keys[(task.session_id, task.key)] = task.id
+        self._tasks[task.id] = task
+
+    def task(self, tenant_id: int, task_id: int) -> AgentTask | None:
+        task = self._tasks.get(task_id)
+        return task if task is not None and task.tenant_id == tenant_id else None
+
+    def task_by_key(self, session_id: int, key: str) -> AgentTask | None:
+        task_id = self._task_keys.get((session_id, key))
+        return None if task_id is None else self._tasks[task_id]
+
+    def tasks(self, session_id: int) -> list[AgentTask]:
+        return [self._tasks[i] for i in self._session_tasks.get(session_id, [])]
+
+    def put_lesson(self, lesson: Lesson) -> None:
+        self._rows[lesson.tenant_id].lessons[lesson.id] = lesson
+
+    def lessons(self, tenant_id: int) -> list[Lesson]:
+        return list(self._rows[tenant_id].lessons.values())
+
+    def put_handoff(self, handoff: Handoff) -> None:
+        self._rows[handoff.tenant_id].handoffs.append(handoff)
+
+    def latest_handoff(self, tenant_id: int, workspace_id: int | None) -> Handoff | None:
+        for handoff in reversed(self._rows[tenant_id].handoffs):
+            if workspace_id is None or handoff.workspace_id == workspace_id:
+                return handoff
+        return None
