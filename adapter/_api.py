@@ -15,10 +15,17 @@ import httpx2
 
 from adapter import errors
 from adapter.types import (
+    AgentSession,
+    AgentTask,
+    BootPack,
     BulkUpsertResult,
+    Checkpoint,
     Context,
     ContextInput,
     ContextPage,
+    Handoff,
+    Lesson,
+    Resume,
     SearchResult,
     Workspace,
     context_body,
@@ -293,3 +300,135 @@ def retry_delay(
         if 0 <= seconds <= RETRY_BACKOFF_CAP:
             return seconds
     return rng.uniform(0, min(RETRY_BACKOFF_CAP, backoff * 2**attempt))
+
+
+# ----- Agent Memory Layer -----
+
+
+def _body(**fields: Any) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def start_session(
+    workspace: str | None, parent_session_id: int | None, metadata: Mapping[str, Any] | None
+) -> Call[AgentSession]:
+    body = _body(
+        workspace=workspace,
+        parent_session_id=parent_session_id,
+        metadata=None if metadata is None else dict(metadata),
+    )
+    return Call(
+        "POST", "/api/agent/sessions", lambda r: AgentSession.from_wire(r.json()), json=body
+    )
+
+
+def get_session(session_id: int) -> Call[AgentSession]:
+    return Call(
+        "GET",
+        f"/api/agent/sessions/{int(session_id)}",
+        lambda r: AgentSession.from_wire(r.json()),
+        retryable=True,
+    )
+
+
+def end_session(session_id: int, status: str, summary: str | None) -> Call[AgentSession]:
+    return Call(
+        "POST",
+        f"/api/agent/sessions/{int(session_id)}/end",
+        lambda r: AgentSession.from_wire(r.json()),
+        json=_body(status=status, summary=summary),
+    )
+
+
+def checkpoint(
+    session_id: int, seq: int, state: Mapping[str, Any], summary: str | None
+) -> Call[Checkpoint]:
+    # Never retried: a lost answer to a stored checkpoint would come back as seq_conflict.
+    return Call(
+        "POST",
+        f"/api/agent/sessions/{int(session_id)}/checkpoint",
+        lambda r: Checkpoint.from_wire(r.json()),
+        json=_body(seq=seq, state=dict(state), summary=summary),
+    )
+
+
+def resume(session_id: int) -> Call[Resume]:
+    return Call(
+        "GET",
+        f"/api/agent/sessions/{int(session_id)}/resume",
+        lambda r: Resume.from_wire(r.json()),
+        retryable=True,
+    )
+
+
+def upsert_task(
+    session_id: int,
+    key: str,
+    title: str,
+    status: str | None,
+    parent_key: str | None,
+    evidence: str | None,
+) -> Call[AgentTask]:
+    return Call(
+        "POST",
+        "/api/agent/tasks",
+        lambda r: AgentTask.from_wire(r.json()),
+        json=_body(
+            session_id=session_id,
+            key=key,
+            title=title,
+            status=status,
+            parent_key=parent_key,
+            evidence=evidence,
+        ),
+        retryable=True,
+    )  # keyed by (session, key): repeating it changes nothing
+
+
+def tick_task(task_id: int, evidence: str) -> Call[AgentTask]:
+    return Call(
+        "POST",
+        f"/api/agent/tasks/{int(task_id)}/tick",
+        lambda r: AgentTask.from_wire(r.json()),
+        json={"evidence": evidence},
+        retryable=True,
+    )
+
+
+def list_tasks(session_id: int) -> Call[list[AgentTask]]:
+    return Call(
+        "GET",
+        f"/api/agent/sessions/{int(session_id)}/tasks",
+        lambda r: [AgentTask.from_wire(t) for t in r.json()["items"]],
+        retryable=True,
+    )
+
+
+def add_lesson(
+    text: str, workspace: str | None, session_id: int | None, tags: Sequence[str]
+) -> Call[Lesson]:
+    return Call(
+        "POST",
+        "/api/agent/lessons",
+        lambda r: Lesson.from_wire(r.json()),
+        json=_body(text=text, workspace=workspace, session_id=session_id, tags=list(tags) or None),
+    )
+
+
+def handoff(session_id: int | None, workspace: str | None) -> Call[Handoff]:
+    return Call(
+        "POST",
+        "/api/agent/handoff",
+        lambda r: Handoff.from_wire(r.json()),
+        json=_body(session_id=session_id, workspace=workspace),
+    )
+
+
+def boot(goal: str, workspace: str | None, token_budget: int | None) -> Call[BootPack]:
+    return Call(
+        "POST",
+        "/api/agent/boot",
+        lambda r: BootPack.from_wire(r.json()),
+        json=_body(goal=goal, workspace=workspace, token_budget=token_budget),
+        retryable=True,
+    )  # read-only

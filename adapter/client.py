@@ -18,11 +18,18 @@ import httpx2
 
 from adapter import _api
 from adapter.types import (
+    AgentSession,
+    AgentTask,
+    BootPack,
     BulkUpsertResult,
+    Checkpoint,
     Context,
     ContextInput,
     ContextPage,
     ContextSummary,
+    Handoff,
+    Lesson,
+    Resume,
     SearchResult,
     Workspace,
 )
@@ -256,6 +263,71 @@ class ContextQClient:
             _api.search(query, type=type, workspace=workspace, tags=tags, limit=limit)
         )
 
+    # ----- Agent Memory Layer -----
+
+    def start_session(
+        self,
+        *,
+        workspace: str | None = None,
+        parent_session_id: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> AgentSession:
+        """Start an agent session. An unknown ``workspace`` slug is silently dropped by
+        ContextQ (the session gets no workspace): create the workspace first."""
+        return self._send(_api.start_session(workspace, parent_session_id, metadata))
+
+    def get_session(self, session_id: int) -> AgentSession:
+        return self._send(_api.get_session(session_id))
+
+    def end_session(self, session_id: int, status: str, summary: str | None = None) -> AgentSession:
+        return self._send(_api.end_session(session_id, status, summary))
+
+    def checkpoint(
+        self, session_id: int, seq: int, state: Mapping[str, Any], summary: str | None = None
+    ) -> Checkpoint:
+        """Checkpoint under the seq lock: ``seq`` must be the last one + 1, else
+        ``SeqConflictError`` (``.expected``)."""
+        return self._send(_api.checkpoint(session_id, seq, state, summary))
+
+    def resume(self, session_id: int) -> Resume:
+        return self._send(_api.resume(session_id))
+
+    def upsert_task(
+        self,
+        session_id: int,
+        key: str,
+        title: str,
+        *,
+        status: str | None = None,
+        parent_key: str | None = None,
+        evidence: str | None = None,
+    ) -> AgentTask:
+        return self._send(_api.upsert_task(session_id, key, title, status, parent_key, evidence))
+
+    def tick_task(self, task_id: int, evidence: str) -> AgentTask:
+        return self._send(_api.tick_task(task_id, evidence))
+
+    def list_tasks(self, session_id: int) -> list[AgentTask]:
+        return self._send(_api.list_tasks(session_id))
+
+    def add_lesson(
+        self,
+        text: str,
+        *,
+        workspace: str | None = None,
+        session_id: int | None = None,
+        tags: Sequence[str] = (),
+    ) -> Lesson:
+        return self._send(_api.add_lesson(text, workspace, session_id, tags))
+
+    def handoff(self, *, session_id: int | None = None, workspace: str | None = None) -> Handoff:
+        return self._send(_api.handoff(session_id, workspace))
+
+    def boot(
+        self, goal: str, *, workspace: str | None = None, token_budget: int | None = None
+    ) -> BootPack:
+        return self._send(_api.boot(goal, workspace, token_budget))
+
     # ----- life -----
 
     def close(self) -> None:
@@ -422,6 +494,71 @@ class AsyncContextQClient:
         return await self._send(
             _api.search(query, type=type, workspace=workspace, tags=tags, limit=limit)
         )
+
+    async def start_session(
+        self,
+        *,
+        workspace: str | None = None,
+        parent_session_id: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> AgentSession:
+        return await self._send(_api.start_session(workspace, parent_session_id, metadata))
+
+    async def get_session(self, session_id: int) -> AgentSession:
+        return await self._send(_api.get_session(session_id))
+
+    async def end_session(
+        self, session_id: int, status: str, summary: str | None = None
+    ) -> AgentSession:
+        return await self._send(_api.end_session(session_id, status, summary))
+
+    async def checkpoint(
+        self, session_id: int, seq: int, state: Mapping[str, Any], summary: str | None = None
+    ) -> Checkpoint:
+        return await self._send(_api.checkpoint(session_id, seq, state, summary))
+
+    async def resume(self, session_id: int) -> Resume:
+        return await self._send(_api.resume(session_id))
+
+    async def upsert_task(
+        self,
+        session_id: int,
+        key: str,
+        title: str,
+        *,
+        status: str | None = None,
+        parent_key: str | None = None,
+        evidence: str | None = None,
+    ) -> AgentTask:
+        return await self._send(
+            _api.upsert_task(session_id, key, title, status, parent_key, evidence)
+        )
+
+    async def tick_task(self, task_id: int, evidence: str) -> AgentTask:
+        return await self._send(_api.tick_task(task_id, evidence))
+
+    async def list_tasks(self, session_id: int) -> list[AgentTask]:
+        return await self._send(_api.list_tasks(session_id))
+
+    async def add_lesson(
+        self,
+        text: str,
+        *,
+        workspace: str | None = None,
+        session_id: int | None = None,
+        tags: Sequence[str] = (),
+    ) -> Lesson:
+        return await self._send(_api.add_lesson(text, workspace, session_id, tags))
+
+    async def handoff(
+        self, *, session_id: int | None = None, workspace: str | None = None
+    ) -> Handoff:
+        return await self._send(_api.handoff(session_id, workspace))
+
+    async def boot(
+        self, goal: str, *, workspace: str | None = None, token_budget: int | None = None
+    ) -> BootPack:
+        return await self._send(_api.boot(goal, workspace, token_budget))
 
     async def aclose(self) -> None:
         if self._owns_http:

@@ -167,3 +167,144 @@ def context_body(**fields: Any) -> dict[str, Any]:
             value = list(value)
         body[CONTEXT_WIRE_NAMES[attr]] = value
     return body
+
+
+# ----- Agent Memory Layer (snake_case on the wire: field names are the attribute names) -----
+
+
+def _ts(value: Any) -> datetime | None:
+    return None if value is None else parse_timestamp(value)
+
+
+def _fields(cls: Any, obj: Mapping[str, Any], times: tuple[str, ...] = ()) -> dict[str, Any]:
+    from dataclasses import fields
+
+    out: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name not in obj:
+            continue
+        value = obj[f.name]
+        out[f.name] = _ts(value) if f.name in times else value
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSession:
+    id: int
+    workspace: str | None
+    parent_session_id: int | None
+    status: str
+    summary: str | None
+    metadata: dict[str, Any]
+    started_at: datetime
+    ended_at: datetime | None
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> AgentSession:
+        return cls(**_fields(cls, obj, ("started_at", "ended_at")))
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    id: int
+    session_id: int
+    seq: int
+    state: dict[str, Any]
+    summary: str | None
+    created_at: datetime
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> Checkpoint:
+        return cls(**_fields(cls, obj, ("created_at",)))
+
+
+@dataclass(frozen=True, slots=True)
+class AgentTask:
+    id: int
+    session_id: int
+    key: str
+    title: str
+    status: str
+    parent_id: int | None
+    evidence: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> AgentTask:
+        return cls(**_fields(cls, obj, ("created_at", "updated_at")))
+
+
+@dataclass(frozen=True, slots=True)
+class Lesson:
+    id: int
+    text: str
+    workspace: str | None
+    session_id: int | None
+    tags: tuple[str, ...]
+    embedded: bool
+    created_at: datetime
+    score: float | None = None
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> Lesson:
+        found = _fields(cls, obj, ("created_at",))
+        found["tags"] = tuple(found.get("tags") or ())
+        return cls(**found)
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    id: int
+    workspace: str
+    session_id: int | None
+    content: str
+    created_at: datetime
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> Handoff:
+        return cls(**_fields(cls, obj, ("created_at",)))
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    session: AgentSession
+    checkpoint: Checkpoint | None
+    open_tasks: list[AgentTask]
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> Resume:
+        cp = obj.get("checkpoint")
+        return cls(
+            session=AgentSession.from_wire(obj["session"]),
+            checkpoint=None if cp is None else Checkpoint.from_wire(cp),
+            open_tasks=[AgentTask.from_wire(t) for t in obj.get("open_tasks", [])],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BootPack:
+    goal: str
+    workspace: str | None
+    resume: Resume | None
+    handoff: Handoff | None
+    lessons: list[Lesson]
+    facts: list[SearchResult]
+    token_budget: int
+    tokens_used: int
+    truncated: bool
+
+    @classmethod
+    def from_wire(cls, obj: Mapping[str, Any]) -> BootPack:
+        resume, handoff = obj.get("resume"), obj.get("handoff")
+        return cls(
+            goal=obj["goal"],
+            workspace=obj.get("workspace"),
+            resume=None if resume is None else Resume.from_wire(resume),
+            handoff=None if handoff is None else Handoff.from_wire(handoff),
+            lessons=[Lesson.from_wire(x) for x in obj.get("lessons", [])],
+            facts=[SearchResult.from_wire(h) for h in obj.get("facts", [])],
+            token_budget=int(obj["token_budget"]),
+            tokens_used=int(obj["tokens_used"]),
+            truncated=bool(obj.get("truncated", False)),
+        )
