@@ -609,6 +609,86 @@ def bench_search(bench: Bench) -> None:
 # ----- report -------------------------------------------------------------------------------------
 
 
+@section("agent memory layer (in-process fake)")
+def bench_agent(bench: Bench) -> None:
+    """A Boot Pack over 1,000 embedded lessons and 1,000 contexts, and a checkpoint."""
+    it = bench.iters(full=(100, 10), quick=(20, 3))
+    fake = FakeContextQ()
+    tenant = fake.create_tenant(plan="unlimited")
+    fake.create_workspace(tenant, "acme")
+    key = fake.mint_key(tenant, ("read", "write"))
+    client = fake.client(key)
+    corpus = TextGen(seed=7)
+    populate(client, corpus, 1000)
+    for _ in range(1000):
+        expect(
+            client.post(
+                "/api/agent/lessons", json={"text": corpus.sentence(), "workspace": "acme"}
+            ),
+            201,
+        )
+    session = expect(client.post("/api/agent/sessions", json={"workspace": "acme"}), 201)
+    sid = session.json()["id"]
+    for i in range(20):
+        expect(
+            client.post(
+                "/api/agent/tasks",
+                json={"session_id": sid, "key": f"t{i}", "title": corpus.title()},
+            ),
+            201,
+        )
+    seq = {"n": 0}
+    goals = [corpus.query() for _ in range(20)]
+    floor = canned_transport({("POST", "/api/agent/boot"): (200, b'{"goal":"x"}')})
+
+    def boot() -> object:
+        seq["n"] += 1
+        return expect(
+            client.post(
+                "/api/agent/boot",
+                json={
+                    "goal": goals[seq["n"] % len(goals)],
+                    "workspace": "acme",
+                    "token_budget": 4000,
+                },
+            ),
+            200,
+        )
+
+    def checkpoint() -> object:
+        seq["n"] += 1
+        return expect(
+            client.post(
+                f"/api/agent/sessions/{sid}/checkpoint",
+                json={"seq": seq["n"], "state": {"step": seq["n"]}},
+            ),
+            201,
+        )
+
+    floor_client = httpx2.Client(transport=floor, base_url=FakeContextQ.base_url)
+
+    def floor_post() -> object:
+        return floor_client.post("/api/agent/boot", json={"goal": "x"})
+
+    floor_s, boot_s = measure_interleaved([floor_post, boot], it.n, it.warmup)
+    bench.add("floor: POST (MockTransport)", floor_s)
+    bench.add(
+        "fake: boot, 1,000 lessons + 1,000 contexts",
+        boot_s,
+        baseline="floor: POST (MockTransport)",
+        target=Target(max_ms=50.0),
+    )
+    seq["n"] = 0
+    last = client.get(f"/api/agent/sessions/{sid}/resume").json()["checkpoint"]
+    seq["n"] = 0 if last is None else last["seq"]
+    cp_s = measure(checkpoint, it.n * 5, it.warmup)
+    bench.add(
+        "fake: checkpoint", cp_s, baseline="floor: POST (MockTransport)", target=Target(max_ms=1.0)
+    )
+    client.close()
+    fake.close()
+
+
 @section("memory tool commands (adapter in-process vs the SDK's local filesystem tool)")
 def bench_memory_tool(bench: Bench) -> None:
     """Each memory command through the adapter on the in-process fake, next to the same
