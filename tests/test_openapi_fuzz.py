@@ -1,0 +1,159 @@
+"""Fuzz the fake in-process from its own OpenAPI document with schemathesis.
+
+Every generated request carries a valid all-scopes key of a tenant on the ``unlimited``
+plan that already holds a workspace and a few contexts, and path parameters are
+sometimes swapped for ids, external ids and slugs that exist, so the fuzzer reaches
+the success paths as well as the 400/404 ones. Both schema-conforming (positive) and
+schema-violating (negative) requests are generated: neither may ever produce a 5xx.
+
+Checks: no server error, every status code documented, the content type documented,
+and the body valid against the documented schema. ``positive_data_acceptance`` and
+``negative_data_rejection`` are deliberately left out (a 404 for an unknown id is the
+right answer to a well-formed request). A failure prints schemathesis's report with a
+``curl`` command (key included) that replays the request against a served fake.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import schemathesis
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from fake_contextq import FakeContextQ
+
+MAX_EXAMPLES = 30
+ALL_SCOPES = ("read", "write", "admin")
+
+FAKE = FakeContextQ(llm=True)  # with a handoff writer, so 503 is a real server error
+TENANT = FAKE.create_tenant("fuzz", plan="unlimited")
+KEY = FAKE.mint_key(TENANT, ALL_SCOPES)
+AUTH = {"Authorization": f"Bearer {KEY}"}
+
+WORKSPACES = ("fuzz-ws", "empty-ws")
+for _slug in WORKSPACES:
+    FAKE.create_workspace(TENANT, _slug)
+
+EXTERNAL_IDS = ("doc-1", "notes/2024:plan", "ünïcode ext?#%")
+
+
+def _seed() -> list[str]:
+    """A few contexts through the API, some with an external id, one in a workspace."""
+    ids: list[str] = []
+    with FAKE.client(KEY) as client:
+        bodies: list[dict[str, Any]] = [
+            {
+                "type": "reference",
+                "title": "Seed one",
+                "content": "alpha beta",
+                "externalId": EXTERNAL_IDS[0],
+                "workspace": WORKSPACES[0],
+                "tags": ["seed"],
+            },
+            {
+                "type": "lesson",
+                "title": "Seed two",
+                "content": "gamma",
+                "externalId": EXTERNAL_IDS[1],
+            },
+            {
+                "type": "project",
+                "title": "Seed three",
+                "content": "delta alpha",
+                "externalId": EXTERNAL_IDS[2],
+                "metadata": {"k": [1, 2]},
+            },
+            {"type": "moc", "title": "Seed four", "content": "no external id"},
+        ]
+        for body in bodies:
+            response = client.post("/api/contexts", json=body)
+            assert response.status_code == 201, response.text
+            ids.append(str(response.json()["id"]))
+    return ids
+
+
+CONTEXT_IDS = tuple(_seed())
+
+
+def _seed_agent() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A session with a checkpoint and a task, so agent routes reach their success paths."""
+    with FAKE.client(KEY) as client:
+        session = client.post("/api/agent/sessions", json={"workspace": WORKSPACES[0]})
+        assert session.status_code == 201, session.text
+        sid = session.json()["id"]
+        task = client.post(
+            "/api/agent/tasks", json={"session_id": sid, "key": "k", "title": "Seed task"}
+        )
+        assert task.status_code == 201, task.text
+        client.post("/api/agent/lessons", json={"text": "seed lesson"})
+        return (str(sid),), (str(task.json()["id"]),)
+
+
+SESSION_IDS, TASK_IDS = _seed_agent()
+
+# Values that exist in the tenant, per path parameter name of the document.
+KNOWN_PATH_VALUES: dict[str, tuple[str, ...]] = {
+    "context_id": CONTEXT_IDS,
+    "external_id": EXTERNAL_IDS,
+    "slug": WORKSPACES,
+    "session_id": SESSION_IDS,
+    "task_id": TASK_IDS,
+}
+
+schema = schemathesis.openapi.from_asgi("/openapi.json", FAKE.app)
+schema.config.generation.update(
+    modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE],
+    max_examples=MAX_EXAMPLES,
+)
+
+
+@schema.hook
+def flatmap_path_parameters(context: Any, path_parameters: dict[str, Any]) -> Any:
+    """Keep the generated path parameters, or swap them for values that exist."""
+    if not path_parameters or not all(k in KNOWN_PATH_VALUES for k in path_parameters):
+        return st.just(path_parameters)
+    known = st.fixed_dictionaries(
+        {name: st.sampled_from(KNOWN_PATH_VALUES[name]) for name in path_parameters}
+    )
+    return st.one_of(st.just(path_parameters), known)
+
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+
+
+def test_seeded_state_is_reachable() -> None:
+    """The seed the fuzzer leans on is what it claims (runs first: the fuzzer then changes it)."""
+    with FAKE.client(KEY) as client:
+        response = client.get("/api/contexts/by-external/notes%2F2024%3Aplan")
+        assert response.status_code == 200, response.text
+        assert response.json()["externalId"] == EXTERNAL_IDS[1]
+        listing = client.get("/api/workspaces")
+        assert [w["slug"] for w in listing.json()["items"]] == list(WORKSPACES)
+        assert client.get(f"/api/agent/sessions/{SESSION_IDS[0]}").status_code == 200
+
+
+@schema.parametrize()
+@settings(
+    max_examples=MAX_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+        HealthCheck.data_too_large,
+    ],
+)
+def test_api_conforms_to_its_openapi_document(case: schemathesis.Case) -> None:
+    case.call_and_validate(headers=AUTH, checks=CHECKS)
