@@ -19,6 +19,7 @@ from urllib.parse import unquote
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.exceptions import HTTPException
 
 from fake_contextq import _msgs, contract
@@ -41,6 +42,15 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 CONTROL_PREFIX = "/_fake/"
 BY_EXTERNAL_PREFIX = "/api/contexts/by-external/"
 _JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+class _AnyText(PathConvertor):
+    """Like ``path``, but also across newlines: an external id may hold any character."""
+
+    regex = r"[\s\S]*"
+
+
+register_url_convertor("anytext", _AnyText())
 
 
 def json_response(status: int, body: Any) -> Response:
@@ -233,7 +243,7 @@ def _routes(*, control: bool) -> FastAPI:
         )
 
     @api.get(
-        "/api/contexts/by-external/{external_id:path}",
+        "/api/contexts/by-external/{external_id:anytext}",
         tags=["contexts"],
         openapi_extra=oa.EXTERNAL_ID_PARAM,
         responses=oa.responses(200, oa.CONTEXT, 400, 403, 404),
