@@ -9,6 +9,7 @@ package spells these details out again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -197,6 +198,7 @@ def parse_timestamp(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
+@functools.lru_cache(maxsize=65_536)  # a pure function; listings render each row's twice
 def timestamp(at: datetime) -> str:
     """[assumed] ISO-8601 UTC with milliseconds and ``Z``, as JavaScript's toISOString."""
     if at.tzinfo is not UTC:
