@@ -102,7 +102,7 @@ CHAIN_ID_ORDER = "audit row {id}: ids must increase along the chain (previous ro
 SESSION_NOT_FOUND = "Agent session {id} not found."
 TASK_NOT_FOUND = "Agent task {id} not found."
 TASK_KEY_NOT_FOUND = "No task with key {key!r} in session {session}."
-TASK_OWN_PARENT = "A task cannot be its own parent."
+TASK_CYCLE = "This parent would make the task tree a loop (a task cannot be its own ancestor)."
 SEQ_CONFLICT_MSG = (
     "Checkpoint seq {seq} is not the next one: the session expects seq {expected} "
     "(another writer may have checkpointed first)."
@@ -114,3 +114,4 @@ NO_WORKSPACE_MSG = (
 )
 LLM_UNAVAILABLE_MSG = "No LLM provider is configured on this server, so no handoff can be written."
 LLM_EMPTY_MSG = "The LLM provider returned no handoff text."
+LLM_FAILED_MSG = "The LLM provider failed ({error}); no handoff was written."

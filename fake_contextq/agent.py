@@ -153,8 +153,9 @@ class AgentLayer:
                 parent_id = parent.id
             evidence = (data["evidence"] or "").strip() or None
             old = self.store.task_by_key(session.id, data["key"])
+            status = data["status"] or (contract.TASK_STATUSES[0] if old is None else old.status)
             if (
-                data["status"] == contract.TASK_VERIFIED
+                status == contract.TASK_VERIFIED
                 and evidence is None
                 and (old is None or old.evidence is None)
             ):
@@ -167,7 +168,7 @@ class AgentLayer:
                     session_id=session.id,
                     key=data["key"],
                     title=data["title"],
-                    status=data["status"],
+                    status=status,
                     parent_id=parent_id,
                     evidence=evidence,
                     created_at=now,
@@ -177,16 +178,16 @@ class AgentLayer:
                 task = replace(
                     old,
                     title=data["title"],
-                    status=data["status"],
+                    status=status,
                     parent_id=parent_id if data["parent_key"] else old.parent_id,
                     evidence=evidence or old.evidence,
                     updated_at=now,
                 )
-            if task.parent_id == task.id:
+            if self._makes_cycle(task):
                 raise ApiError(
                     _msgs.VALIDATION_ERROR,
                     _msgs.INVALID_BODY,
-                    issues=[{"path": "parent_key", "message": _msgs.TASK_OWN_PARENT}],
+                    issues=[{"path": "parent_key", "message": _msgs.TASK_CYCLE}],
                 )
             self.store.put_task(task)
             self.backend.audit(p, contract.AgentAction.TASK_UPSERT, "agent_task", str(task.id))
@@ -239,11 +240,24 @@ class AgentLayer:
                 created_at=self.backend.clock(),
             )
             self.store.put_lesson(lesson)  # stored first, with no vector ...
-            if self.embed is not None:  # ... then embedded, as ContextQ does
-                lesson = replace(lesson, embedding=self.embed(lesson.text))
+            vector = self._embedding(lesson.text)  # ... then embedded, as ContextQ does
+            if vector is not None:
+                lesson = replace(lesson, embedding=vector)
                 self.store.put_lesson(lesson)
             self.backend.audit(p, contract.AgentAction.LESSON_ADD, "agent_lesson", str(lesson.id))
             return lesson
+
+    def _embedding(self, text: str) -> tuple[float, ...] | None:
+        """The text's vector, or None: embeddings off, nothing to embed, or the embedder
+        failed. A failure keeps the stored lesson without a vector (recall falls back to
+        recency) rather than failing the write, so the lesson and its audit row stay."""
+        if self.embed is None:
+            return None
+        try:
+            vector = self.embed(text)
+        except Exception:  # any embedder failure degrades the same way
+            return None
+        return vector if any(vector) else None
 
     def lessons(self, tenant_id: int) -> list[r.Lesson]:
         with self.store.transaction():
@@ -280,7 +294,12 @@ class AgentLayer:
                 ],
                 checkpoint=None if session is None else self.store.last_checkpoint(session.id),
             )
-            content = self.llm(material)
+            try:
+                content = self.llm(material)
+            except Exception as exc:  # a provider failure is a 503, as upstream
+                raise ApiError(
+                    _msgs.LLM_UNAVAILABLE, _msgs.LLM_FAILED_MSG.format(error=type(exc).__name__)
+                ) from None
             if not isinstance(content, str) or not content.strip():
                 raise ApiError(_msgs.LLM_UNAVAILABLE, _msgs.LLM_EMPTY_MSG)
             handoff = r.Handoff(
@@ -374,6 +393,18 @@ class AgentLayer:
         if session is None:
             raise not_found(_msgs.SESSION_NOT_FOUND.format(id=session_id))
         return session
+
+    def _makes_cycle(self, task: r.AgentTask) -> bool:
+        """Whether the task's parent link would make the tree a loop."""
+        seen = {task.id}
+        parent_id = task.parent_id
+        while parent_id is not None:
+            if parent_id in seen:
+                return True
+            seen.add(parent_id)
+            parent = self.store.task(task.tenant_id, parent_id)
+            parent_id = None if parent is None else parent.parent_id
+        return False
 
     def _task(self, tenant_id: int, task_id: int) -> r.AgentTask:
         task: r.AgentTask | None = self.store.task(tenant_id, task_id)

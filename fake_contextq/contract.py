@@ -582,7 +582,7 @@ def parse_task(raw: bytes | Mapping[str, Any]) -> dict[str, Any]:
         issues.add(("session_id",), _msgs.REQUIRED)
     key = reader.string("key", required=True, min_len=1, max_len=MAX_TASK_KEY_CHARS)
     title = reader.string("title", required=True, min_len=1, max_len=MAX_TITLE_CHARS)
-    status = reader.enum("status", TASK_STATUSES) or "pending"
+    status = reader.enum("status", TASK_STATUSES)  # None: pending when new, else unchanged
     parent_key = reader.string("parent_key", nullable=True, min_len=1, max_len=MAX_TASK_KEY_CHARS)
     evidence = reader.string("evidence", nullable=True, max_len=MAX_TEXT_CHARS)
     issues.check()
