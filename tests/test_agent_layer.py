@@ -1633,11 +1633,11 @@ class AgentLayerMachine(RuleBasedStateMachine):
             error(response, 404, "not_found")
             return multiple()
         given = (evidence or "").strip() or None
-        effective = status or "pending"
+        effective = status or ("pending" if old is None else old.status)
         if effective == "verified" and given is None and (old is None or old.evidence is None):
             error(response, 422, "evidence_required")
             return multiple()
-        if old is not None and parent_id == old.id:
+        if old is not None and self.loops(old.id, parent_id):
             error(response, 400, "validation_error")
             return multiple()
         body = ok(response, 201 if old is None else 200)
@@ -1657,6 +1657,14 @@ class AgentLayerMachine(RuleBasedStateMachine):
             row.parent,
         )
         return row.id if old is None else multiple()
+
+    def loops(self, task_id: int, parent_id: int | None) -> bool:
+        """Whether making ``parent_id`` the parent of ``task_id`` closes a loop."""
+        while parent_id is not None:
+            if parent_id == task_id:
+                return True
+            parent_id = self.task_rows[parent_id].parent
+        return False
 
     @rule(
         tid=tasks, evidence=st.sampled_from([None, "", " \t", "ok", "  done  "]), stranger=STRANGER
