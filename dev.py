@@ -65,7 +65,8 @@ def main(argv: list[str]) -> int:
     if command == "bench":
         return run(PYTHON, "benchmarks/bench.py", *rest)
     status = run(PYTHON, "-m", "ruff", "check", ".")
-    status |= run(PYTHON, "-m", "ruff", "format", "--check", "fake_contextq", "adapter", "benchmarks")
+    formatted = ("fake_contextq", "adapter", "benchmarks")
+    status |= run(PYTHON, "-m", "ruff", "format", "--check", *formatted)
     status |= run(PYTHON, "-m", "mypy")
     return status
 
