@@ -9,6 +9,7 @@ calling the sync or the async client (the sans-I/O split h11 uses).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -263,7 +264,44 @@ class MemoryCore:
             yield from self._no_such_workspace(loc, reading=reading)
         return None
 
-    def _rows(self, workspace: str | None) -> Plan:
+    def dir_tag(self, workspace: str, directory: str) -> str:
+        """The tag every file under ``directory`` carries, and a file at that very path too,
+        so one listing finds a subtree, or the file standing where a directory would go
+        (ContextQ has no prefix filter). Hashed: a path may be longer than a tag."""
+        digest = hashlib.sha1(f"{workspace}/{directory}".encode()).hexdigest()[:20]
+        return f"{self.tag}:dir:{digest}"
+
+    def _tags(self, workspace: str, rest: str) -> list[str]:
+        names = rest.split("/")
+        return [self.tag] + [
+            self.dir_tag(workspace, "/".join(names[:i])) for i in range(1, len(names) + 1)
+        ]
+
+    def _subtree(self, workspace: str, directory: str, *, foreign: bool = False) -> Plan:
+        """The files under a directory of a workspace ('' for all of it), all pages.
+
+        With ``foreign``, a directory that shows no files is looked for once more in the
+        whole workspace listing, for rows other tools wrote without directory tags."""
+        if not directory:
+            rows: list[Row] = yield from self._rows(workspace)
+            return rows
+        found: list[Row] = yield from self._rows(workspace, self.dir_tag(workspace, directory))
+        if not found and foreign:
+            found = yield from self._rows(workspace)
+        return self._under(found, directory)
+
+    def _is_dir(self, workspace: str, rest: str) -> Plan:
+        """Whether anything stands at ``rest``: a directory, or (through its own tag) a file."""
+        if not rest:
+            return True
+        page: ContextPage = yield Op(
+            "list_contexts",
+            (),
+            {"workspace": workspace, "tag": self.dir_tag(workspace, rest), "limit": 1},
+        )
+        return page.total > 0
+
+    def _rows(self, workspace: str | None, tag: str | None = None) -> Plan:
         """Every file of this tool in one workspace (or, for None, in all), all pages."""
         out: dict[str, list[Row]] = {}
         offset = 0
@@ -273,7 +311,7 @@ class MemoryCore:
                 (),
                 {
                     "workspace": workspace,
-                    "tag": self.tag,
+                    "tag": tag or self.tag,
                     "limit": LIST_MAX_LIMIT,
                     "offset": offset,
                 },
@@ -320,16 +358,6 @@ class MemoryCore:
         prefix = rest + "/"
         return [r for r in rows if r.rest.startswith(prefix)]
 
-    @staticmethod
-    def _file_ancestor(rows: list[Row], rest: str) -> str | None:
-        files = {r.rest for r in rows}
-        names = rest.split("/")
-        for i in range(1, len(names)):
-            ancestor = "/".join(names[:i])
-            if ancestor in files:
-                return ancestor
-        return None
-
     def _check_size(self, text: str, path: str) -> None:
         size = byte_size(text)
         if size > self.max_file_bytes:
@@ -350,14 +378,14 @@ class MemoryCore:
             if context is not None:
                 return self._format_file(path, context.content, view_range)
         assert loc.workspace is not None
-        rows: list[Row] = yield from self._rows(loc.workspace)
+        rows: list[Row] = yield from self._subtree(loc.workspace, loc.rest, foreign=True)
         if loc.is_workspace_root:
             if not rows and not (yield from self._workspace_exists(loc.workspace)):
                 if self.pinned is not None and self.auto_create_workspaces:
                     return self._format_dir(path, [])
                 yield from self._no_such_workspace(loc, reading=True)
             return self._format_dir(path, rows)
-        under = self._under(rows, loc.rest)
+        under = rows
         if not under:
             raise ToolError(f"The path {path} does not exist. Please provide a valid path.")
         cut = len(loc.rest) + 1
@@ -433,10 +461,9 @@ class MemoryCore:
             yield from self._no_such_workspace(loc, reading=False)
         self._check_size(file_text, path)
         yield from self._ensure_workspace(loc)
-        rows: list[Row] = yield from self._rows(loc.workspace)
-        if any(r.rest == loc.rest for r in rows) or self._under(rows, loc.rest):
+        taken, ancestor = yield from self._blocked(loc)
+        if taken:
             raise exists
-        ancestor = self._file_ancestor(rows, loc.rest)
         if ancestor is not None:
             raise ToolError(
                 f"Cannot create {path}: {self.display(loc.workspace or '', ancestor)} is a "
@@ -448,13 +475,45 @@ class MemoryCore:
             raise exists from None
         return f"File created successfully at: {path}"
 
+    def _blocked(self, loc: Location) -> Plan:
+        """(whether a file or a directory stands at ``loc``, the file above it or None).
+
+        Reads the parent directory's listing, whose tag a file at the parent's own path
+        carries too; a parent with files is a directory, and then nothing above it can be
+        a file, since nothing is ever created under a file. Only a new directory makes it
+        look further up, one row a level."""
+        assert loc.workspace is not None
+        ws = loc.workspace
+        parent = loc.rest.rpartition("/")[0]
+        if not parent:
+            return (yield from self._is_dir(ws, loc.rest)), None
+        found: list[Row] = yield from self._rows(ws, self.dir_tag(ws, parent))
+        if any(r.rest == parent for r in found):
+            return False, parent
+        taken = any(r.rest == loc.rest for r in found) or bool(self._under(found, loc.rest))
+        above = parent
+        while not found and "/" in above:
+            above = above.rpartition("/")[0]
+            page: ContextPage = yield Op(
+                "list_contexts",
+                (),
+                {"workspace": ws, "tag": self.dir_tag(ws, above), "limit": 1},
+            )
+            found = [Row(r, 0, 0) for r in self._rests(page, ws)]
+            if any(r.rest == above for r in found):
+                return taken, above
+        return taken, None
+
+    def _rests(self, page: ContextPage, workspace: str) -> list[str]:
+        return [rest for _, rest in (self._owner(i, workspace) for i in page.items) if rest]
+
     def _create_row(self, loc: Location, text: str) -> Plan:
         created: Context = yield Op(
             "create_context",
             (self.context_type, loc.rest, text),
             {
                 "external_id": self.external_id(loc),
-                "tags": [self.tag],
+                "tags": self._tags(loc.workspace or "", loc.rest),
                 "workspace": loc.workspace,
                 "metadata": {SIZE_KEY: byte_size(text)},
             },
@@ -477,8 +536,7 @@ class MemoryCore:
         context = yield from self._fetch(loc)
         if context is not None:
             return loc, context
-        rows: list[Row] = yield from self._rows(loc.workspace)
-        if self._under(rows, loc.rest):
+        if (yield from self._is_dir(loc.workspace or "", loc.rest)):
             raise ToolError(f"The path {path} is not a file.")
         raise not_found
 
@@ -557,8 +615,7 @@ class MemoryCore:
                 except errors.NotFoundError:
                     raise missing from None
                 return f"Successfully deleted {path}"
-        rows: list[Row] = yield from self._rows(loc.workspace)
-        under = self._under(rows, loc.rest)
+        under: list[Row] = yield from self._subtree(loc.workspace or "", loc.rest, foreign=True)
         if not under:
             if loc.is_workspace_root and (yield from self._workspace_exists(loc.workspace or "")):
                 return f"Successfully deleted {path}"
@@ -599,33 +656,41 @@ class MemoryCore:
         if new.is_workspace_root:
             raise ToolError(f"The destination {new_path} already exists")
         assert old.workspace is not None and new.workspace is not None
-        old_rows: list[Row] = yield from self._rows(old.workspace)
-        if new.workspace == old.workspace:
-            new_rows = old_rows
+        original = yield from self._fetch(old)
+        contents: dict[int, str] = {}
+        if original is not None:
+            source, is_dir = [Row(old.rest, original.id, None)], False
+            contents[original.id] = original.content
         else:
+            source = yield from self._subtree(old.workspace, old.rest, foreign=True)
+            is_dir = True
+        if new.workspace != old.workspace:
             yield from self._ensure_workspace(new)
-            new_rows = yield from self._rows(new.workspace)
-        if any(r.rest == new.rest for r in new_rows) or self._under(new_rows, new.rest):
-            raise ToolError(f"The destination {new_path} already exists")
-        source = [r for r in old_rows if r.rest == old.rest]
-        is_dir = not source
-        if is_dir:
-            source = self._under(old_rows, old.rest)
+        dest_exists = ToolError(f"The destination {new_path} already exists")
+        taken, ancestor = yield from self._blocked(new)
+        if taken:
+            raise dest_exists
         if not source:
             raise ToolError(f"The path {old_path} does not exist")
         if is_dir and new.workspace == old.workspace and new.rest.startswith(old.rest + "/"):
             raise ToolError(f"Cannot move the directory {old_path} into itself ({new_path}).")
-        ancestor = self._file_ancestor(new_rows, new.rest)
         if ancestor is not None:
             raise ToolError(
                 f"Cannot rename to {new_path}: "
                 f"{self.display(new.workspace, ancestor)} is a file, not a "
                 "directory."
             )
-        yield from self._move(old, new, source, is_dir)
+        yield from self._move(old, new, source, is_dir, contents)
         return f"Successfully renamed {old_path} to {new_path}"
 
-    def _move(self, old: Location, new: Location, source: list[Row], is_dir: bool) -> Plan:
+    def _move(
+        self,
+        old: Location,
+        new: Location,
+        source: list[Row],
+        is_dir: bool,
+        contents: dict[int, str],
+    ) -> Plan:
         """Copy every file, then delete the originals; undo what can be undone on failure."""
         assert old.workspace is not None and new.workspace is not None
         copies: list[tuple[Row, Context]] = []
@@ -633,8 +698,11 @@ class MemoryCore:
         for row in source:
             target = Location("", new.workspace, new.rest + row.rest[cut:] if is_dir else new.rest)
             try:
-                original: Context = yield Op("get_context", (row.id,))
-                copy = yield from self._create_row(target, original.content)
+                text = contents.get(row.id)
+                if text is None:
+                    original: Context = yield Op("get_context", (row.id,))
+                    text = original.content
+                copy = yield from self._create_row(target, text)
             except errors.ContextQError as exc:
                 yield from self._undo_copies([c for _, c in copies])
                 if isinstance(exc, errors.ExternalIdTakenError):

@@ -56,12 +56,9 @@ def test_pinned_mode_stores_what_default_mode_sees(
     run(pinned, "create", path="/memories/notes/today.md", file_text="hello\n")
     [row] = fake.contexts(tenant)
     assert row.external_id == "mem-tool:acme/notes/today.md"
-    assert (row.workspace, row.type, row.tags, row.title) == (
-        "acme",
-        "reference",
-        ("mem-tool",),
-        "notes/today.md",
-    )
+    assert (row.workspace, row.type, row.title) == ("acme", "reference", "notes/today.md")
+    dir_tag = pinned.core.dir_tag
+    assert row.tags == ("mem-tool", dir_tag("acme", "notes"), dir_tag("acme", "notes/today.md"))
     assert row.metadata == {"bytes": 6}
     assert "hello" in run(default, "view", path="/memories/acme/notes/today.md")
     run(default, "create", path="/memories/ACME/b.md", file_text="x")
@@ -493,3 +490,36 @@ def test_the_factory(fake: FakeContextQ, key: str, acme: str) -> None:
     tool = contextq_memory_tool(api_key=key, http_client=fake.client(), workspace=acme)
     assert isinstance(tool, ContextQMemoryTool)
     assert tool.to_dict() == {"type": "memory_20250818", "name": "memory"}
+
+
+def test_directory_reads_touch_only_their_subtree(
+    fake: FakeContextQ, pinned: ContextQMemoryTool
+) -> None:
+    for i in range(30):
+        run(pinned, "create", path=f"/memories/big/{i}.md", file_text="x")
+    run(pinned, "create", path="/memories/small/a.md", file_text="x")
+    fake.journal.clear()
+    run(pinned, "view", path="/memories/small")
+    run(pinned, "create", path="/memories/small/b.md", file_text="y")
+    listed = [e for e in fake.journal if e.method == "GET" and e.path == "/api/contexts"]
+    assert all("tag=mem-tool%3Adir%3A" in e.query for e in listed), fake.journal.table()
+
+
+def test_conflicts_found_without_a_workspace_listing(pinned: ContextQMemoryTool) -> None:
+    run(pinned, "create", path="/memories/file.md", file_text="x")
+    run(pinned, "create", path="/memories/dir/a.md", file_text="x")
+    assert fails(pinned, "create", path="/memories/dir", file_text="x") == (
+        "File /memories/dir already exists"
+    )
+    assert "is a file, not a directory" in fails(
+        pinned, "create", path="/memories/file.md/deeper/x.md", file_text="x"
+    )
+    assert fails(pinned, "rename", old_path="/memories/dir", new_path="/memories/file.md") == (
+        "The destination /memories/file.md already exists"
+    )
+    assert fails(pinned, "rename", old_path="/memories/nope.md", new_path="/memories/file.md") == (
+        "The destination /memories/file.md already exists"
+    )
+    assert fails(pinned, "rename", old_path="/memories/nope.md", new_path="/memories/x.md") == (
+        "The path /memories/nope.md does not exist"
+    )
