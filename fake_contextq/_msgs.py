@@ -63,6 +63,7 @@ TOO_FEW_ITEMS = "Must contain at least {min} item(s)."
 INVALID_ENUM = "Invalid enum value. Expected {options}, received {received!r}."
 OUT_OF_RANGE = "Must be an integer between {min} and {max}."
 NOT_AN_ID = "Must be a positive integer id, got {value!r}."
+NOT_UTF8 = "Percent-decoded, the path segment is not valid UTF-8."
 BAD_SLUG = (
     "Workspace slug must be 1-{max} characters of lowercase letters, digits and single "
     "hyphens, starting and ending with a letter or digit."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -23,17 +24,54 @@ def json_type_name(value: Any) -> str:
     return "object"
 
 
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float | None:
+    """JSON.parse reads 1e400 as Infinity, which JSON.stringify writes as null."""
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
 def decode_json(raw: bytes | str) -> Any:
-    """Decode a request body, or fail with a 400 that says where the JSON is broken."""
+    """Decode a request body as JSON.parse would, or fail with a 400 saying what is wrong.
+
+    Python's json is laxer than JSON.parse (it reads NaN and Infinity) and fails on deep
+    nesting with a RecursionError: both become 400s here, never a 500.
+    """
     try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "not valid UTF-8"
-        if isinstance(exc, json.JSONDecodeError):
-            detail = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
-        raise errors.ValidationFailed(
-            [{"path": "", "message": _msgs.MALFORMED_JSON.format(detail=detail)}]
-        ) from None
+        value = json.loads(raw, parse_constant=_no_constants, parse_float=_finite)
+    except json.JSONDecodeError as exc:
+        detail = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    except UnicodeDecodeError:
+        detail = "not valid UTF-8"
+    except ValueError as exc:
+        detail = str(exc)
+    except RecursionError:
+        detail = "nested too deeply"
+    else:
+        if _too_deep(value):
+            detail = f"nested deeper than {contract.MAX_JSON_DEPTH} levels"
+        else:
+            return value
+    raise errors.ValidationFailed(
+        [{"path": "", "message": _msgs.MALFORMED_JSON.format(detail=detail)}]
+    )
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether arrays and objects nest deeper than ContextQ's limit (iteratively)."""
+    if not isinstance(value, dict | list):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > contract.MAX_JSON_DEPTH:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
 
 
 class Issues:

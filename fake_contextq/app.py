@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException
 from fake_contextq import _msgs, contract
 from fake_contextq import openapi as oa
 from fake_contextq import records as r
-from fake_contextq.errors import ApiError
+from fake_contextq.errors import ApiError, ValidationFailed
 from fake_contextq.faults import ConnectionDropped, Faults
 from fake_contextq.journal import Journal, JournalEntry
 from fake_contextq.models import ContextQBackend
@@ -54,7 +54,11 @@ register_url_convertor("anytext", _AnyText())
 
 
 def json_response(status: int, body: Any) -> Response:
-    payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        payload = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: escape it, as JSON.stringify does
+        payload = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
     return Response(payload, status_code=status, media_type="application/json")
 
 
@@ -94,7 +98,12 @@ def external_id_from(request: Request) -> str:
     if isinstance(raw, bytes | bytearray):
         raw_path = raw.decode("latin-1").split("?", 1)[0]
         if raw_path.startswith(BY_EXTERNAL_PREFIX):
-            return unquote(raw_path[len(BY_EXTERNAL_PREFIX) :], errors="strict")
+            try:
+                return unquote(raw_path[len(BY_EXTERNAL_PREFIX) :], errors="strict")
+            except UnicodeDecodeError:
+                raise ValidationFailed(
+                    [{"path": "externalId", "message": _msgs.NOT_UTF8}], _msgs.INVALID_PATH
+                ) from None
     path: str = request.scope["path"]
     return path[len(BY_EXTERNAL_PREFIX) :]
 
@@ -143,6 +152,7 @@ def _routes(*, control: bool) -> FastAPI:
         version="0.1.0",
         description="A strict fake of ContextQ's HTTP API.",
         docs_url=None,
+        redirect_slashes=False,  # Fastify does not redirect '/x/' to '/x': it is a 404
         redoc_url=None,
     )
 

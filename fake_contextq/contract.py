@@ -143,6 +143,7 @@ SEARCH_SNIPPET_CHARS: Final = 160  # [assumed]
 BULK_MAX_ITEMS: Final = 500  # [assumed]
 
 MAX_BODY_BYTES: Final = 8 * 1024 * 1024  # [assumed] whole request body, else 413
+MAX_JSON_DEPTH: Final = 256  # [assumed] arrays and objects nested deeper are a 400
 MAX_CONTENT_BYTES: Final = 1024 * 1024  # [assumed] one context's content, UTF-8, else 400
 MAX_TITLE_CHARS: Final = 500  # [assumed]
 MAX_TAGS: Final = 50  # [assumed]
@@ -227,7 +228,8 @@ def canonical_json(value: Any) -> str:
 def audit_hash(prev_hash: str | None, fields: Mapping[str, Any]) -> str:
     """[assumed] ``sha256(prev_hash + canonical JSON of the other fields)``; null counts as ''."""
     payload = (prev_hash or "") + canonical_json({k: fields[k] for k in AUDIT_HASHED_FIELDS})
-    return hashlib.sha256(payload.encode()).hexdigest()
+    # surrogatepass: a lone surrogate (legal in JSON text) must not make a write fail late
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class AuditAction:
@@ -519,7 +521,7 @@ class AgentAction:
 
 
 def _json_size(value: Any) -> int:
-    return len(canonical_json(value).encode())
+    return len(canonical_json(value).encode("utf-8", "surrogatepass"))
 
 
 def _decode(raw: bytes | Mapping[str, Any]) -> Any:

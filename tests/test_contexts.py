@@ -442,3 +442,83 @@ def test_routes_that_do_not_exist_answer_404_in_contract_shape(client: httpx2.Cl
         response = client.request(method, path)
         assert response.status_code == 404
         assert response.json()["error"] == "not_found"
+
+
+# ----- hostile bodies and paths (never a 500, nothing half-written) -----
+
+
+@pytest.mark.parametrize("segment", ["%FF", "a%E9b", "%C3"])
+def test_an_external_id_that_is_not_utf8_is_a_400(client: httpx2.Client, segment: str) -> None:
+    assert issues_of(client.get("/api/contexts/by-external/" + segment))["externalId"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"type":"reference","title":"t","content":NaN}',
+        b'{"type":"reference","title":"t","content":"c","metadata":{"a":Infinity}}',
+        b'{"type":"reference","title":"t","content":"c","metadata":{"a":-Infinity}}',
+    ],
+)
+def test_non_json_numbers_are_malformed_json(
+    client: httpx2.Client, fake: FakeContextQ, tenant: Tenant, raw: bytes
+) -> None:
+    response = client.post(
+        "/api/contexts", content=raw, headers={"content-type": "application/json"}
+    )
+    assert "Malformed JSON" in issues_of(response)[""]
+    assert fake.contexts(tenant) == []
+
+
+def test_a_huge_number_reads_as_null_like_json_parse(client: httpx2.Client) -> None:
+    response = client.post(
+        "/api/contexts",
+        content=b'{"type":"reference","title":"t","content":"c","metadata":{"big":1e400}}',
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 201
+    assert response.json()["metadata"] == {"big": None}
+
+
+@pytest.mark.parametrize("depth", [257, 50_000])
+def test_deep_nesting_is_a_400(
+    client: httpx2.Client, fake: FakeContextQ, tenant: Tenant, depth: int
+) -> None:
+    nested = "[" * depth + "]" * depth
+    raw = '{"type":"reference","title":"t","content":"c","metadata":{"x":' + nested + "}}"
+    response = client.post(
+        "/api/contexts", content=raw.encode(), headers={"content-type": "application/json"}
+    )
+    assert "nested" in issues_of(response)[""]
+    assert fake.contexts(tenant) == []
+
+
+def test_lone_surrogates_round_trip_escaped(client: httpx2.Client, fake: FakeContextQ) -> None:
+    raw = b'{"type":"reference","title":"t \\ud800","content":"x \\udfff y"}'
+    created = client.post(
+        "/api/contexts", content=raw, headers={"content-type": "application/json"}
+    )
+    assert created.status_code == 201
+    assert b"\\ud800" in created.content  # escaped, as JSON.stringify writes it
+    got = client.get(f"/api/contexts/{created.json()['id']}")
+    assert got.json()["content"] == "x \udfff y"
+    assert client.get("/api/contexts").status_code == 200
+    assert client.post("/api/search", json={"query": "t"}).status_code == 200
+    assert fake.verify_audit_chain() == 1
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("PUT", "/api/contexts/"),
+        ("GET", "/api/contexts/1/"),
+        ("POST", "/api/search/"),
+        ("DELETE", "/api/workspaces/"),
+    ],
+)
+def test_a_trailing_slash_is_a_404_not_a_redirect(
+    client: httpx2.Client, method: str, path: str
+) -> None:
+    response = client.request(method, path)
+    assert response.status_code == 404
+    assert response.json()["error"] == "not_found"
