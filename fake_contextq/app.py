@@ -522,12 +522,35 @@ class Observed:
         state = scope.setdefault("state", {})
         method: str = scope["method"]
         status: int | None = None
+        recorded = False
         fault = self.faults.take(method, path)
+
+        def record() -> None:
+            # Recorded before the last byte leaves, so a client that has its answer (or its
+            # dropped connection) always finds the request in the journal.
+            nonlocal recorded
+            if recorded:
+                return
+            recorded = True
+            query = scope.get("query_string", b"")
+            self.journal.record(
+                JournalEntry(
+                    method=method,
+                    path=path,
+                    query=query.decode("latin-1") if isinstance(query, bytes) else str(query),
+                    status=status,
+                    tenant_id=state.get("tenant_id"),
+                    duration=time.perf_counter() - started,
+                    fault=fault is not None,
+                )
+            )
 
         async def observe(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                record()
             await send(message)
 
         try:
@@ -535,6 +558,7 @@ class Observed:
                 if fault.delay:
                     await asyncio.sleep(fault.delay)
                 if fault.drop:
+                    record()
                     await _drop_connection(send)
                     return
                 if fault.status is not None:
@@ -549,22 +573,11 @@ class Observed:
                             "headers": _JSON_HEADERS,
                         }
                     )
-                    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+                    await observe({"type": "http.response.body", "body": json.dumps(body).encode()})
                     return
             await self.app(scope, receive, observe)
         finally:
-            query = scope.get("query_string", b"")
-            self.journal.record(
-                JournalEntry(
-                    method=method,
-                    path=path,
-                    query=query.decode("latin-1") if isinstance(query, bytes) else str(query),
-                    status=status,
-                    tenant_id=state.get("tenant_id"),
-                    duration=time.perf_counter() - started,
-                    fault=fault is not None,
-                )
-            )
+            record()
 
 
 async def _drop_connection(send: Send) -> None:
