@@ -1,0 +1,88 @@
+"""A reply as the Messages API streams it: server-sent events, each with its ``event:`` line.
+
+The sequence is the documented one: ``message_start`` (the message with empty
+``content``), a ``ping``, then per block ``content_block_start`` (text ``""``, tool_use
+``input: {}``), ``content_block_delta`` pieces (``text_delta``; ``input_json_delta``
+starting with an empty piece, whose pieces join into the input's JSON),
+``content_block_stop``; then ``message_delta`` with the stop reason, the cumulative usage
+and any ``context_management``, and ``message_stop``. The SDK skips an event without an
+``event:`` line, so every event has one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+Json = dict[str, Any]
+
+PIECE_CHARS = 12
+"""Characters per delta piece: small, so a reply arrives in several pieces, as a real one
+does, and a client that mishandles joining them fails."""
+
+START_OUTPUT_TOKENS = 1
+"""``usage.output_tokens`` in ``message_start`` (the docs' example shows 1)."""
+
+
+def pieces(value: str, size: int = PIECE_CHARS) -> list[str]:
+    return [value[i : i + size] for i in range(0, len(value), size)] or [""]
+
+
+def events(message: Json) -> list[tuple[str, Json]]:
+    """The (event name, data) pairs of ``message`` streamed."""
+    usage = message["usage"]
+    start = {
+        **{k: v for k, v in message.items() if k != "context_management"},
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": usage["input_tokens"], "output_tokens": START_OUTPUT_TOKENS},
+    }
+    out: list[tuple[str, Json]] = [("message_start", {"type": "message_start", "message": start})]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "tool_use":
+            opened = {**block, "input": {}}
+            deltas = [
+                {"type": "input_json_delta", "partial_json": piece}
+                for piece in ["", *pieces(json.dumps(block["input"], ensure_ascii=False))]
+            ]
+        elif block["type"] == "text":
+            opened = {**block, "text": ""}
+            deltas = [{"type": "text_delta", "text": piece} for piece in pieces(block["text"])]
+        else:
+            raise ValueError(f"cannot stream a {block['type']!r} block")
+        out.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": opened},
+            )
+        )
+        if index == 0:
+            out.append(("ping", {"type": "ping"}))
+        out.extend(
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+            for d in deltas
+        )
+        out.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    if not message["content"]:
+        out.append(("ping", {"type": "ping"}))
+    delta: Json = {
+        "type": "message_delta",
+        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]},
+        "usage": {"input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]},
+    }
+    if "context_management" in message:
+        delta["context_management"] = message["context_management"]
+    out.append(("message_delta", delta))
+    out.append(("message_stop", {"type": "message_stop"}))
+    return out
+
+
+def encode(name: str, data: Json) -> bytes:
+    """One event on the wire."""
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def stream(message: Json) -> list[bytes]:
+    """``message`` as the byte chunks of its event stream, one event per chunk."""
+    return [encode(name, data) for name, data in events(message)]
