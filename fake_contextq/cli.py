@@ -71,11 +71,22 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
     )
+    commands.add_parser(
+        "demo",
+        help="play a scripted memory-tool conversation against an in-process fake",
+        description="A scripted model views /memories, creates a file, edits it and views "
+        "it through the memory tool; prints the transcript, the requests and what landed "
+        "in ContextQ. No network, no key.",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "demo":
+        from fake_contextq.demo import run_demo
+
+        return run_demo(sys.stdout)
     return serve(args)
 
 
