@@ -1,0 +1,90 @@
+"""pytest plugin: a strict fake ContextQ, the memory tool bound to it, and a scripted model.
+
+Load it with ``pytest -p contextq_fixtures`` or ``pytest_plugins = ["contextq_fixtures"]``;
+it is not loaded into projects that do not ask for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from contextq_fixtures._state import MARKER, MARKER_OPTIONS, MODEL_KEY
+from contextq_fixtures.fixtures import (
+    ContextQServer,
+    async_contextq_client,
+    async_memory_tool,
+    contextq_api_key,
+    contextq_client,
+    contextq_server,
+    contextq_tenant,
+    contextq_workspace,
+    fake_contextq,
+    memory_tool,
+)
+from contextq_fixtures.report import sections
+
+if TYPE_CHECKING:
+    from fake_contextq.scripted import ScriptedModel
+
+REPORT_OPTION = "--contextq-report"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("contextq", "ContextQ fixtures (contextq_fixtures)")
+    group.addoption(
+        REPORT_OPTION,
+        choices=("failed", "never"),
+        default="failed",
+        help="add the fake's request journal and the scripted model's transcript to the "
+        "report of a failed test (default: failed)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}({', '.join(f'{o}=...' for o in MARKER_OPTIONS)}): configure the "
+        "fake_contextq fixture of this test (plan of the tenant, its name, the workspace "
+        "slug, embeddings on/off, an LLM for handoffs)",
+    )
+
+
+@pytest.fixture
+def scripted_model(request: pytest.FixtureRequest) -> Iterator[ScriptedModel]:
+    """A fake Anthropic Messages API playing the turns given to ``.script(...)``; its
+    ``client`` / ``async_client`` need no network and no key. At teardown it fails the test
+    if a request came after the script ended, or if turns were left unplayed (unless
+    ``allow_unused()`` was called)."""
+    from fake_contextq.scripted import ScriptedModel
+
+    model = ScriptedModel()
+    request.node.stash[MODEL_KEY] = model
+    yield model
+    model.verify()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, Any, None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if report.failed and item.config.getoption(REPORT_OPTION) != "never":
+        for title, text in sections(item):
+            report.sections.append((title, text))
+
+
+__all__ = [
+    "ContextQServer",
+    "async_contextq_client",
+    "async_memory_tool",
+    "contextq_api_key",
+    "contextq_client",
+    "contextq_server",
+    "contextq_tenant",
+    "contextq_workspace",
+    "fake_contextq",
+    "memory_tool",
+    "scripted_model",
+]

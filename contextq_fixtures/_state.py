@@ -1,0 +1,33 @@
+"""What the fixtures leave on a test item for the failure report, and marker options."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fake_contextq import FakeContextQ
+
+FAKE_KEY = pytest.StashKey[FakeContextQ]()
+MODEL_KEY = pytest.StashKey[Any]()
+MARKER = "contextq"
+MARKER_OPTIONS = ("plan", "tenant", "workspace", "embeddings", "llm")
+
+
+def marker_options(node: pytest.Item | Any) -> dict[str, Any]:
+    """The keyword arguments of the nearest ``@pytest.mark.contextq(...)``, checked."""
+    marker = node.get_closest_marker(MARKER) if hasattr(node, "get_closest_marker") else None
+    if marker is None:
+        return {}
+    if marker.args:
+        raise pytest.UsageError(
+            f"@pytest.mark.{MARKER} takes keyword arguments only "
+            f"({', '.join(MARKER_OPTIONS)}), got positional {marker.args!r}"
+        )
+    unknown = sorted(set(marker.kwargs) - set(MARKER_OPTIONS))
+    if unknown:
+        raise pytest.UsageError(
+            f"@pytest.mark.{MARKER}: unknown option(s) {', '.join(unknown)}; "
+            f"known: {', '.join(MARKER_OPTIONS)}"
+        )
+    return dict(marker.kwargs)

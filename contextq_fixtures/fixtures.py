@@ -1,0 +1,145 @@
+"""The fixtures: a fresh fake ContextQ per test, and everything bound to it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from adapter import (
+    AsyncContextQClient,
+    AsyncContextQMemoryTool,
+    ContextQClient,
+    ContextQMemoryTool,
+)
+from contextq_fixtures._state import FAKE_KEY, marker_options
+from fake_contextq import FakeContextQ, ServedFake, Tenant
+
+ALL_SCOPES = ("read", "write", "admin")
+RETRY_BACKOFF = 0.001  # tests inject faults; retries need not wait
+
+
+@pytest.fixture
+def fake_contextq(request: pytest.FixtureRequest) -> Iterator[FakeContextQ]:
+    """A fresh, strict ContextQ for this test; ``@pytest.mark.contextq(...)`` configures it
+    (``embeddings=``, ``llm=``)."""
+    options = marker_options(request.node)
+    fake = FakeContextQ(
+        embeddings=options.get("embeddings", True),
+        llm=options.get("llm"),
+    )
+    request.node.stash[FAKE_KEY] = fake
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def contextq_tenant(request: pytest.FixtureRequest, fake_contextq: FakeContextQ) -> Tenant:
+    """A tenant of the fake, on the plan the ``contextq`` marker names (``free`` by default)."""
+    options = marker_options(request.node)
+    return fake_contextq.create_tenant(
+        options.get("tenant", "test-tenant"), plan=options.get("plan", "free")
+    )
+
+
+@pytest.fixture
+def contextq_api_key(fake_contextq: FakeContextQ, contextq_tenant: Tenant) -> str:
+    """A plaintext ``sk_live_`` key of the tenant with read, write and admin scopes."""
+    return fake_contextq.mint_key(contextq_tenant, ALL_SCOPES)
+
+
+@pytest.fixture
+def contextq_workspace(
+    request: pytest.FixtureRequest, fake_contextq: FakeContextQ, contextq_tenant: Tenant
+) -> str:
+    """The slug of a workspace created for this test (``memories`` unless the marker says)."""
+    slug: str = marker_options(request.node).get("workspace", "memories")
+    fake_contextq.create_workspace(contextq_tenant, slug)
+    return slug
+
+
+@pytest.fixture
+def contextq_client(fake_contextq: FakeContextQ, contextq_api_key: str) -> Iterator[ContextQClient]:
+    """An ``adapter.ContextQClient`` bound to the fake in-process."""
+    client = ContextQClient(
+        contextq_api_key, http_client=fake_contextq.client(), retry_backoff=RETRY_BACKOFF
+    )
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def async_contextq_client(
+    fake_contextq: FakeContextQ, contextq_api_key: str
+) -> AsyncContextQClient:
+    """An ``adapter.AsyncContextQClient`` bound to the fake in-process (a plain fixture, so
+    it works under any async test runner)."""
+    return AsyncContextQClient(
+        contextq_api_key, http_client=fake_contextq.async_client(), retry_backoff=RETRY_BACKOFF
+    )
+
+
+@pytest.fixture
+def memory_tool(
+    fake_contextq: FakeContextQ, contextq_api_key: str, contextq_workspace: str
+) -> Iterator[ContextQMemoryTool]:
+    """The memory tool bound to the fake, pinned to ``contextq_workspace``."""
+    tool = ContextQMemoryTool(
+        contextq_api_key,
+        http_client=fake_contextq.client(),
+        workspace=contextq_workspace,
+        retry_backoff=RETRY_BACKOFF,
+    )
+    yield tool
+    tool.close()
+
+
+@pytest.fixture
+def async_memory_tool(
+    fake_contextq: FakeContextQ, contextq_api_key: str, contextq_workspace: str
+) -> AsyncContextQMemoryTool:
+    """The async memory tool bound to the fake, pinned to ``contextq_workspace``."""
+    return AsyncContextQMemoryTool(
+        contextq_api_key,
+        http_client=fake_contextq.async_client(),
+        workspace=contextq_workspace,
+        retry_backoff=RETRY_BACKOFF,
+    )
+
+
+@dataclass(frozen=True)
+class ContextQServer:
+    """The fake served over real HTTP: where it is, a key for it, and its state."""
+
+    url: str
+    api_key: str
+    fake: FakeContextQ
+    served: ServedFake
+
+    @property
+    def env(self) -> dict[str, str]:
+        """``CONTEXT_API_URL`` and ``CONTEXT_API_KEY``, for a subprocess's environment."""
+        return {"CONTEXT_API_URL": self.url, "CONTEXT_API_KEY": self.api_key}
+
+
+@pytest.fixture
+def contextq_server(fake_contextq: FakeContextQ, contextq_api_key: str) -> Iterator[ContextQServer]:
+    """The same fake served by uvicorn on a free loopback port, for subprocesses and
+    clients in other languages."""
+    with fake_contextq.serve() as served:
+        yield ContextQServer(served.url, contextq_api_key, fake_contextq, served)
+
+
+__all__ = [
+    "ContextQServer",
+    "async_contextq_client",
+    "async_memory_tool",
+    "contextq_api_key",
+    "contextq_client",
+    "contextq_server",
+    "contextq_tenant",
+    "contextq_workspace",
+    "fake_contextq",
+    "memory_tool",
+]

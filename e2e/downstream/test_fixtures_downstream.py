@@ -1,0 +1,69 @@
+"""A downstream project's tests of the contextq_fixtures plugin (run with -p contextq_fixtures).
+
+This directory is run by the project's own suite through pytester, and by CI against the
+built wheel installed in a fresh virtual environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def test_the_memory_tool_writes_into_the_fake(
+    memory_tool, fake_contextq, contextq_tenant, contextq_workspace
+) -> None:
+    result = memory_tool.call(
+        {"command": "create", "path": "/memories/prefs.md", "file_text": "Prefers TypeScript.\n"}
+    )
+    assert result == "File created successfully at: /memories/prefs.md"
+    [row] = fake_contextq.contexts(contextq_tenant)
+    assert row.external_id == f"mem-tool:{contextq_workspace}/prefs.md"
+    assert row.content == "Prefers TypeScript.\n"
+
+
+def test_the_async_memory_tool(async_memory_tool) -> None:
+    async def main() -> str:
+        await async_memory_tool.call(
+            {"command": "create", "path": "/memories/a.md", "file_text": "x"}
+        )
+        return await async_memory_tool.call({"command": "view", "path": "/memories"})
+
+    assert "/memories/a.md" in asyncio.run(main())
+
+
+def test_the_clients(contextq_client, async_contextq_client, contextq_workspace) -> None:
+    made = contextq_client.create_context("reference", "t", "c", workspace=contextq_workspace)
+    got = asyncio.run(async_contextq_client.get_context(made.id))
+    assert got.content == "c"
+
+
+@pytest.mark.contextq(plan="unlimited", workspace="acme", llm=True)
+def test_the_marker_configures_the_fake(
+    contextq_tenant, contextq_workspace, contextq_client
+) -> None:
+    assert contextq_tenant.plan == "unlimited"
+    assert contextq_workspace == "acme"
+    session = contextq_client.start_session(workspace="acme")
+    assert contextq_client.handoff(session_id=session.id).workspace == "acme"
+
+
+def test_the_server_is_reachable_from_a_subprocess(contextq_server) -> None:
+    code = (
+        "import os, httpx2; r = httpx2.get(os.environ['CONTEXT_API_URL'] + '/api/workspaces',"
+        " headers={'Authorization': 'Bearer ' + os.environ['CONTEXT_API_KEY']});"
+        " print(r.status_code)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **contextq_server.env},
+        timeout=60,
+    )
+    assert out.stdout.strip() == "200", out.stderr
+    assert contextq_server.fake.journal.last.path == "/api/workspaces"

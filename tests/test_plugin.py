@@ -1,0 +1,167 @@
+"""The pytest plugin as a downstream project meets it: pytester runs a project that loads
+``-p contextq_fixtures``, and the plugin's own options, markers and failure reports."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+
+from contextq_fixtures import strategies
+from fake_contextq import FakeContextQ
+
+DOWNSTREAM = Path(__file__).resolve().parent.parent / "e2e" / "downstream"
+
+
+def test_a_downstream_project_passes(pytester: pytest.Pytester) -> None:
+    for path in DOWNSTREAM.glob("test_*.py"):
+        shutil.copy(path, pytester.path / path.name)
+    expected = sum(p.read_text().count("\ndef test_") for p in DOWNSTREAM.glob("test_*.py"))
+    result = pytester.runpytest_subprocess(
+        "-p", "contextq_fixtures", "--strict-markers", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=expected)
+
+
+def test_options_and_markers_are_registered(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("-p", "contextq_fixtures", "--help")
+    result.stdout.fnmatch_lines(["*--contextq-report*"])
+    markers = pytester.runpytest_subprocess("-p", "contextq_fixtures", "--markers")
+    markers.stdout.fnmatch_lines(["*@pytest.mark.contextq(plan=*"])
+
+
+def test_not_loaded_unless_asked(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_x(fake_contextq): pass")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*fixture 'fake_contextq' not found*"])
+
+
+def test_a_failure_report_shows_the_journal(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        def test_fails(memory_tool):
+            memory_tool.call({"command": "create", "path": "/memories/a.md", "file_text": "x"})
+            assert False, "boom"
+    """)
+    result = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ContextQ requests (fake_contextq.journal)*",
+            "*method*target*status*tenant*ms*",
+            "*POST*/api/contexts*201*",
+        ]
+    )
+    quiet = pytester.runpytest_subprocess("-p", "contextq_fixtures", "--contextq-report=never")
+    assert "ContextQ requests" not in quiet.stdout.str()
+
+
+def test_a_bad_marker_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.contextq(color="red")
+        def test_x(fake_contextq): pass
+    """)
+    result = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    result.stdout.fnmatch_lines(["*unknown option(s) color*"])
+
+
+def test_fixture_setup_is_fast() -> None:
+    """The whole set-up a memory test needs, without pytest's own overhead, in well under
+    the 5 ms target (measured in the benchmark; this guards against gross regressions)."""
+    from adapter import ContextQMemoryTool
+
+    started = time.perf_counter()
+    for _ in range(20):
+        fake = FakeContextQ()
+        tenant = fake.create_tenant()
+        key = fake.mint_key(tenant, ("read", "write", "admin"))
+        fake.create_workspace(tenant, "memories")
+        ContextQMemoryTool(key, http_client=fake.client(), workspace="memories")
+    assert (time.perf_counter() - started) / 20 < 0.05
+
+
+@settings(max_examples=60)
+@given(strategies.memory_paths())
+def test_valid_paths_are_accepted(path: str) -> None:
+    from adapter.paths import segments
+
+    assert segments(path)
+
+
+@settings(max_examples=100)
+@given(strategies.hostile_memory_paths())
+def test_hostile_paths_are_refused(path: str) -> None:
+    from anthropic.lib.tools import ToolError
+
+    from adapter.paths import segments
+
+    with pytest.raises(ToolError):
+        segments(path)
+
+
+@settings(max_examples=40)
+@given(strategies.memory_commands())
+def test_generated_commands_run_without_crashing(command: dict[str, object]) -> None:
+    from anthropic.lib.tools import ToolError
+
+    from adapter import ContextQMemoryTool
+
+    fake = FakeContextQ()
+    tenant = fake.create_tenant(plan="unlimited")
+    fake.create_workspace(tenant, "m")
+    tool = ContextQMemoryTool(
+        fake.mint_key(tenant, ("read", "write")), http_client=fake.client(), workspace="m"
+    )
+    with contextlib.suppress(ToolError):
+        assert isinstance(tool.call(command), str)
+
+
+def test_the_readme_example_is_the_downstream_example() -> None:
+    readme = (DOWNSTREAM.parent.parent / "README.md").read_text()
+    example = (DOWNSTREAM / "test_readme_example.py").read_text()
+    assert "```python\n" + example + "```" in readme
+
+
+def test_scripted_model_failures_fail_the_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        from fake_contextq.scripted import text
+
+        def test_unused(scripted_model):
+            scripted_model.script(text("never played"))
+
+        def test_overrun(scripted_model):
+            scripted_model.script(text("one"))
+            client = scripted_model.client
+            client.messages.create(model="m", max_tokens=10,
+                                   messages=[{"role": "user", "content": "hi"}])
+            try:
+                client.messages.create(model="m", max_tokens=10,
+                                       messages=[{"role": "user", "content": "again"}])
+            except Exception:
+                pass
+
+        def test_opt_out(scripted_model):
+            scripted_model.script(text("never played"))
+            scripted_model.allow_unused()
+    """)
+    result = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    result.assert_outcomes(passed=3, errors=2)
+    result.stdout.fnmatch_lines(["*scripted model transcript*"])
+
+
+def test_the_demo_command() -> None:
+    import io
+
+    from fake_contextq.demo import run_demo
+
+    out = io.StringIO()
+    assert run_demo(out) == 0
+    text = out.getvalue()
+    assert "externalId=mem-tool:demo/preferences.md" in text
+    assert "- Editor: Helix" in text
+    assert "POST    /api/contexts" in text
+    assert "Final answer: Noted" in text
