@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -260,3 +261,66 @@ def test_serve_in_thread_shares_state_with_the_object() -> None:
             assert c.get("/api/contexts").json()["total"] == 1
         with pytest.raises(httpx2.ConnectError):  # stopped with its context manager
             httpx2.get(url + "/api/contexts")
+
+
+# ----- fake-contextq model: the scripted model for other processes -----
+
+
+def _model(script: list[object], tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script))
+    process = subprocess.Popen(
+        [*_cli(), "model", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert process.stdout is not None
+    for _ in range(5):
+        line = process.stdout.readline()
+        if line.startswith("ANTHROPIC_BASE_URL="):
+            url = line.strip().split("=", 1)[1]
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:  # ready once uvicorn answers (its Ctrl-C too)
+                try:
+                    httpx2.get(url + "/", timeout=1)
+                    return process, url
+                except httpx2.TransportError:
+                    time.sleep(0.05)
+    process.kill()
+    raise AssertionError("fake-contextq model printed no URL")
+
+
+def test_the_scripted_model_serves_another_process(tmp_path: Path) -> None:
+    import anthropic
+
+    process, url = _model([[{"type": "text", "text": "Hello from the script."}]], tmp_path)
+    client = anthropic.Anthropic(base_url=url, api_key="anything", max_retries=0)
+    reply = client.messages.create(
+        model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
+    )
+    assert reply.content[0].text == "Hello from the script."  # type: ignore[union-attr]
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    assert 'text "Hello from the script."' in out
+
+
+def test_an_unplayed_script_fails_the_model_command(tmp_path: Path) -> None:
+    process, _ = _model([[{"type": "text", "text": "never asked"}]], tmp_path)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=20)
+    assert process.returncode == 1
+    assert "fake-contextq model:" in err and "Traceback" not in err
+
+
+def test_a_bad_script_file_is_one_clear_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    result = subprocess.run(
+        [*_cli(), "model", str(bad)], capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"fake-contextq model: cannot load {bad}")
+    assert "Traceback" not in result.stderr

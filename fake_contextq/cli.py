@@ -71,6 +71,18 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
     )
+    model = commands.add_parser(
+        "model",
+        help="serve a scripted fake of the Anthropic Messages API from a JSON script",
+        description="Serve the scripted model over HTTP for a subprocess or another "
+        "language: point ANTHROPIC_BASE_URL at the printed URL. SCRIPT is a JSON list of "
+        "turns, each a list of content blocks in the API's shape or "
+        '{"content": [...], "stop_reason": ...}. Ctrl-C stops it and prints the transcript; '
+        "the exit status is 1 if the script was overrun or left unplayed.",
+    )
+    model.add_argument("script", metavar="SCRIPT", help="path of the JSON script")
+    model.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind ({DEFAULT_HOST})")
+    model.add_argument("--port", type=int, default=0, help="port to bind (0: a free one)")
     commands.add_parser(
         "demo",
         help="play a scripted memory-tool conversation against an in-process fake",
@@ -87,7 +99,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         from fake_contextq.demo import run_demo
 
         return run_demo(sys.stdout)
+    if args.command == "model":
+        return serve_model(args)
     return serve(args)
+
+
+def serve_model(args: argparse.Namespace) -> int:
+    from fake_contextq.scripted import ScriptedModel
+
+    try:
+        model = ScriptedModel.from_json(args.script)
+    except (OSError, ValueError, TypeError) as exc:
+        print(f"fake-contextq model: cannot load {args.script}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        sock = bind_socket(args.host, args.port)
+    except OSError as exc:
+        print(
+            f"fake-contextq model: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 1
+    url = url_for(args.host, sock.getsockname()[1])
+    print(
+        f"scripted model with {model.remaining} turn(s) listening on {url} (Ctrl-C stops it)",
+        f"ANTHROPIC_BASE_URL={url}",
+        "ANTHROPIC_API_KEY=scripted",
+        sep="\n",
+        flush=True,
+    )
+    try:
+        make_server(model.app).run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    print(model.transcript(), flush=True)
+    try:
+        model.verify()
+    except AssertionError as exc:
+        print(f"fake-contextq model: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -128,9 +181,8 @@ def serve(args: argparse.Namespace) -> int:
         lines.append(f"FAKE_CONTEXTQ_CONTROL_TOKEN={token}")
     print("\n".join(lines), flush=True)
 
-    server = make_server(app, args.log_level)
     try:
-        server.run(sockets=[sock])
+        make_server(app, args.log_level).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:
