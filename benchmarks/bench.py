@@ -689,6 +689,163 @@ def bench_agent(bench: Bench) -> None:
     fake.close()
 
 
+def _twenty_commands() -> list[dict[str, Any]]:
+    cmds: list[dict[str, Any]] = []
+    for i in range(5):
+        cmds.append(
+            {
+                "command": "create",
+                "path": f"/memories/notes/{i}.md",
+                "file_text": f"fact {i}: alpha\nmore\n",
+            }
+        )
+    cmds += [{"command": "view", "path": f"/memories/notes/{i}.md"} for i in range(5)]
+    cmds += [
+        {
+            "command": "str_replace",
+            "path": f"/memories/notes/{i}.md",
+            "old_str": "alpha",
+            "new_str": "beta",
+        }
+        for i in range(4)
+    ]
+    cmds += [
+        {
+            "command": "insert",
+            "path": f"/memories/notes/{i}.md",
+            "insert_line": 1,
+            "insert_text": "inserted",
+        }
+        for i in range(2)
+    ]
+    cmds += [
+        {"command": "view", "path": "/memories"},
+        {"command": "view", "path": "/memories/notes"},
+    ]
+    cmds += [
+        {
+            "command": "rename",
+            "old_path": "/memories/notes/4.md",
+            "new_path": "/memories/notes/four.md",
+        },
+        {"command": "delete", "path": "/memories/notes/3.md"},
+    ]
+    return cmds
+
+
+@section("scripted tool-runner runs (plugin: model fake + runner + adapter + ContextQ fake)")
+def bench_scripted_runs(bench: Bench) -> None:
+    """20 memory commands through client.beta.messages.tool_runner end to end, next to the
+    same run with the client on a MockTransport of canned turns and the SDK's own local
+    filesystem memory tool; and the fixture set-up a test pays."""
+    import json as _json
+    import tempfile
+
+    import anthropic
+    from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool
+
+    from adapter import ContextQMemoryTool
+    from fake_contextq.scripted import ScriptedModel, text, tool_use
+
+    it = bench.iters(full=(30, 3), quick=(8, 2))
+    commands = _twenty_commands()
+    messages = [{"role": "user", "content": "Keep these notes."}]
+    canned = [
+        _json.dumps(
+            {
+                "id": f"msg_{i}",
+                "type": "message",
+                "role": "assistant",
+                "model": "m",
+                "content": [
+                    {"type": "tool_use", "id": f"toolu_{i}", "name": "memory", "input": cmd}
+                ],
+                "stop_reason": "tool_use",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            }
+        ).encode()
+        for i, cmd in enumerate(commands)
+    ] + [
+        _json.dumps(
+            {
+                "id": "msg_end",
+                "type": "message",
+                "role": "assistant",
+                "model": "m",
+                "content": [{"type": "text", "text": "done"}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            }
+        ).encode()
+    ]
+
+    def baseline() -> object:
+        answers = iter(canned)
+        transport = httpx2.MockTransport(
+            lambda _r: httpx2.Response(200, content=next(answers), headers=JSON_HEADERS)
+        )
+        client = anthropic.Anthropic(
+            api_key="x",
+            base_url="http://model.test",
+            max_retries=0,
+            http_client=httpx2.Client(transport=transport),
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            tool = BetaLocalFilesystemMemoryTool(base_path=tmp)
+            final = client.beta.messages.tool_runner(
+                model="m",
+                max_tokens=100,
+                tools=[tool],
+                messages=messages,  # type: ignore[arg-type]
+                thread=False,
+            ).until_done()
+        return final
+
+    def ours() -> object:
+        fake = FakeContextQ()
+        tenant = fake.create_tenant(plan="unlimited")
+        fake.create_workspace(tenant, "memories")
+        key = fake.mint_key(tenant, ("read", "write", "admin"))
+        tool = ContextQMemoryTool(key, http_client=fake.client(), workspace="memories")
+        model = ScriptedModel()
+        model.script(*[tool_use("memory", cmd) for cmd in commands], text("done"))
+        final = model.client.beta.messages.tool_runner(
+            model="m",
+            max_tokens=100,
+            tools=[tool],
+            messages=messages,  # type: ignore[arg-type]
+        ).until_done()
+        model.verify()
+        fake.close()
+        return final
+
+    base_s, ours_s = measure_interleaved([baseline, ours], it.n, it.warmup)
+    bench.add("MockTransport + SDK local fs tool: 20 commands", base_s)
+    bench.add(
+        "scripted model + adapter + fake: 20 commands",
+        ours_s,
+        baseline="MockTransport + SDK local fs tool: 20 commands",
+        target=Target(max_ratio=2.0),
+    )
+
+    def setup() -> object:
+        fake = FakeContextQ()
+        tenant = fake.create_tenant()
+        key = fake.mint_key(tenant, ("read", "write", "admin"))
+        fake.create_workspace(tenant, "memories")
+        tool = ContextQMemoryTool(key, http_client=fake.client(), workspace="memories")
+        return tool, ScriptedModel()
+
+    setup_s = measure(setup, it.n * 10, it.warmup)
+    bench.add(
+        "fixture set-up: fake, tenant, key, workspace, tool, model",
+        setup_s,
+        target=Target(max_ms=5.0),
+    )
+
+
 @section("memory tool commands (adapter in-process vs the SDK's local filesystem tool)")
 def bench_memory_tool(bench: Bench) -> None:
     """Each memory command through the adapter on the in-process fake, next to the same
