@@ -30,6 +30,7 @@ from adapter.types import (
     Workspace,
     context_body,
 )
+from fake_contextq import contract
 
 T = TypeVar("T")
 
@@ -99,17 +100,9 @@ def list_contexts(
     limit: int | None,
     offset: int | None,
 ) -> Call[ContextPage]:
-    params = {
-        k: v
-        for k, v in (
-            ("workspace", workspace),
-            ("tag", tag),
-            ("type", type),
-            ("limit", limit),
-            ("offset", offset),
-        )
-        if v is not None
-    }
+    params = contract.list_params(
+        workspace=workspace, tag=tag, type=type, limit=limit, offset=offset
+    )
     return Call(
         "GET",
         "/api/contexts",
@@ -158,7 +151,7 @@ def bulk_upsert(items: Iterable[ContextInput | Mapping[str, Any]]) -> Call[BulkU
         "POST",
         "/api/contexts/bulk-upsert",
         lambda r: BulkUpsertResult.from_wire(r.json()),
-        json={"contexts": wire},
+        json=contract.bulk_body(wire),
         retryable=True,
     )
 
@@ -170,15 +163,13 @@ def list_workspaces() -> Call[list[Workspace]]:
     return Call(
         "GET",
         "/api/workspaces",
-        lambda r: [Workspace.from_wire(w) for w in r.json()["items"]],
+        lambda r: [Workspace.from_wire(w) for w in contract.read_items(r.json())],
         retryable=True,
     )
 
 
 def create_workspace(slug: str, name: str | None) -> Call[Workspace]:
-    body: dict[str, Any] = {"slug": slug}
-    if name is not None:
-        body["name"] = name
+    body = contract.workspace_body(slug, name)
     return Call("POST", "/api/workspaces", lambda r: Workspace.from_wire(r.json()), json=body)
 
 
@@ -206,16 +197,11 @@ def search(
     tags: Sequence[str] | None,
     limit: int | None,
 ) -> Call[list[SearchResult]]:
-    body: dict[str, Any] = {"query": query}
-    for name, value in (("type", type), ("workspace", workspace), ("limit", limit)):
-        if value is not None:
-            body[name] = value
-    if tags:
-        body["tags"] = list(tags)
+    body = contract.search_body(query, type=type, workspace=workspace, tags=tags, limit=limit)
     return Call(
         "POST",
         "/api/search",
-        lambda r: [SearchResult.from_wire(h) for h in r.json()["results"]],
+        lambda r: SearchResult.many_from_wire(r.json()),
         json=body,
         retryable=True,
     )
@@ -399,7 +385,7 @@ def list_tasks(session_id: int) -> Call[list[AgentTask]]:
     return Call(
         "GET",
         f"/api/agent/sessions/{int(session_id)}/tasks",
-        lambda r: [AgentTask.from_wire(t) for t in r.json()["items"]],
+        lambda r: [AgentTask.from_wire(t) for t in contract.read_items(r.json())],
         retryable=True,
     )
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from fake_contextq import contract
 from fake_contextq.contract import CONTEXT_WIRE_NAMES, WORKSPACE_WIRE_NAMES, parse_timestamp
 
 
@@ -70,12 +71,8 @@ class ContextPage:
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> ContextPage:
-        return cls(
-            items=[ContextSummary.from_wire(i) for i in obj["items"]],
-            total=int(obj["total"]),
-            limit=int(obj["limit"]),
-            offset=int(obj["offset"]),
-        )
+        rows, total, limit, offset = contract.read_page(obj)
+        return cls([ContextSummary.from_wire(i) for i in rows], total, limit, offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,12 +102,15 @@ class SearchResult:
     snippet: str
 
     @classmethod
+    def many_from_wire(cls, obj: Mapping[str, Any]) -> list[SearchResult]:
+        """The results of a search answer, best first."""
+        return [cls(ContextSummary.from_wire(c), s, t) for c, s, t in contract.read_search(obj)]
+
+    @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> SearchResult:
-        return cls(
-            context=ContextSummary.from_wire(obj["context"]),
-            score=float(obj["score"]),
-            snippet=str(obj.get("snippet", "")),
-        )
+        """One result (a Boot Pack's fact has the same shape)."""
+        summary, score, snippet = contract.read_hit(obj)
+        return cls(ContextSummary.from_wire(summary), score, snippet)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,11 +121,8 @@ class BulkUpsertResult:
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> BulkUpsertResult:
-        return cls(
-            created=int(obj["created"]),
-            updated=int(obj["updated"]),
-            items=[Context.from_wire(i) for i in obj["items"]],
-        )
+        created, updated, rows = contract.read_bulk(obj)
+        return cls(created, updated, [Context.from_wire(i) for i in rows])
 
 
 @dataclass(frozen=True, slots=True)

@@ -741,3 +741,67 @@ def boot_json(pack: r.BootPack) -> dict[str, Any]:
         "tokens_used": pack.tokens_used,
         "truncated": pack.truncated,
     }
+
+
+# --- The client's side of the same shapes (adapter builds and reads through these) --------
+
+
+def list_params(
+    *,
+    workspace: str | None,
+    tag: str | None,
+    type: str | None,
+    limit: int | None,
+    offset: int | None,
+) -> dict[str, Any]:
+    """Query parameters of ``GET /api/contexts`` (those given)."""
+    given = {"workspace": workspace, "tag": tag, "type": type, "limit": limit, "offset": offset}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def search_body(
+    query: str,
+    *,
+    type: str | None,
+    workspace: str | None,
+    tags: Sequence[str] | None,
+    limit: int | None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"query": query}
+    for name, value in (("type", type), ("workspace", workspace), ("limit", limit)):
+        if value is not None:
+            body[name] = value
+    if tags:
+        body["tags"] = list(tags)
+    return body
+
+
+def workspace_body(slug: str, name: str | None) -> dict[str, Any]:
+    return {"slug": slug} if name is None else {"slug": slug, "name": name}
+
+
+def bulk_body(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {"contexts": list(items)}
+
+
+def read_page(obj: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], int, int, int]:
+    """(rows, total, limit, offset) of a list answer."""
+    return list(obj["items"]), int(obj["total"]), int(obj["limit"]), int(obj["offset"])
+
+
+def read_items(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list(obj["items"])
+
+
+def read_hit(hit: Mapping[str, Any]) -> tuple[Mapping[str, Any], float, str]:
+    """(summary, score, snippet) of one search result or Boot Pack fact."""
+    return hit["context"], float(hit["score"]), str(hit.get("snippet", ""))
+
+
+def read_search(obj: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], float, str]]:
+    """The results of a search answer, best first."""
+    return [read_hit(h) for h in obj["results"]]
+
+
+def read_bulk(obj: Mapping[str, Any]) -> tuple[int, int, list[Mapping[str, Any]]]:
+    return int(obj["created"]), int(obj["updated"]), list(obj["items"])
