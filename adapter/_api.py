@@ -112,6 +112,22 @@ def list_contexts(
     )
 
 
+def list_context_keys(
+    *, workspace: str | None, tag: str | None, limit: int | None, offset: int | None
+) -> Call[tuple[list[tuple[int, str | None, Any]], int]]:
+    """A listing read for its keys only (id, externalId, metadata), for the memory tool."""
+    params = contract.list_params(
+        workspace=workspace, tag=tag, type=None, limit=limit, offset=offset
+    )
+    return Call(
+        "GET",
+        "/api/contexts",
+        lambda r: contract.read_keys(r.json()),
+        params=params,
+        retryable=True,
+    )
+
+
 def get_context(context_id: int) -> Call[Context]:
     return Call(
         "GET",

@@ -18,7 +18,7 @@ from anthropic.lib.tools import ToolError
 
 from adapter import errors, paths
 from adapter.paths import ROOT, Location
-from adapter.types import Context, ContextPage, ContextSummary, SearchResult, Workspace
+from adapter.types import Context, SearchResult, Workspace
 from fake_contextq.contract import (
     CONTEXT_TYPES,
     LIST_MAX_LIMIT,
@@ -294,20 +294,20 @@ class MemoryCore:
         """Whether anything stands at ``rest``: a directory, or (through its own tag) a file."""
         if not rest:
             return True
-        page: ContextPage = yield Op(
-            "list_contexts",
+        _, total = yield Op(
+            "list_context_keys",
             (),
             {"workspace": workspace, "tag": self.dir_tag(workspace, rest), "limit": 1},
         )
-        return page.total > 0
+        return bool(total)
 
     def _rows(self, workspace: str | None, tag: str | None = None) -> Plan:
         """Every file of this tool in one workspace (or, for None, in all), all pages."""
         out: dict[str, list[Row]] = {}
         offset = 0
         while True:
-            page: ContextPage = yield Op(
-                "list_contexts",
+            keys, total = yield Op(
+                "list_context_keys",
                 (),
                 {
                     "workspace": workspace,
@@ -316,15 +316,15 @@ class MemoryCore:
                     "offset": offset,
                 },
             )
-            for item in page.items:
-                ws, rest = self._owner(item, workspace)
+            for context_id, ext, metadata in keys:
+                ws, rest = self._owner(ext, workspace)
                 if ws is not None and rest:
-                    size = item.metadata.get(SIZE_KEY)
+                    size = metadata.get(SIZE_KEY) if isinstance(metadata, dict) else None
                     out.setdefault(ws, []).append(
-                        Row(rest, item.id, size if isinstance(size, int) else None)
+                        Row(rest, context_id, size if isinstance(size, int) else None)
                     )
-            offset += len(page.items)
-            if not page.items or offset >= page.total:
+            offset += len(keys)
+            if not keys or offset >= total:
                 break
         for ws_rows in out.values():
             missing = [r for r in ws_rows if r.size is None]
@@ -333,8 +333,8 @@ class MemoryCore:
                 ws_rows[ws_rows.index(row)] = Row(row.rest, row.id, byte_size(context.content))
         return out if workspace is None else out.get(workspace, [])
 
-    def _owner(self, item: ContextSummary, workspace: str | None) -> tuple[str | None, str]:
-        ext = item.external_id or ""
+    def _owner(self, external_id: str | None, workspace: str | None) -> tuple[str | None, str]:
+        ext = external_id or ""
         prefix = f"{self.tag}:"
         if not ext.startswith(prefix) or "/" not in ext:
             return None, ""
@@ -494,18 +494,18 @@ class MemoryCore:
         above = parent
         while not found and "/" in above:
             above = above.rpartition("/")[0]
-            page: ContextPage = yield Op(
-                "list_contexts",
+            keys, _ = yield Op(
+                "list_context_keys",
                 (),
                 {"workspace": ws, "tag": self.dir_tag(ws, above), "limit": 1},
             )
-            found = [Row(r, 0, 0) for r in self._rests(page, ws)]
+            found = [Row(r, 0, 0) for r in self._rests(keys, ws)]
             if any(r.rest == above for r in found):
                 return taken, above
         return taken, None
 
-    def _rests(self, page: ContextPage, workspace: str) -> list[str]:
-        return [rest for _, rest in (self._owner(i, workspace) for i in page.items) if rest]
+    def _rests(self, keys: list[tuple[int, str | None, Any]], workspace: str) -> list[str]:
+        return [rest for _, rest in (self._owner(ext, workspace) for _, ext, _ in keys) if rest]
 
     def _create_row(self, loc: Location, text: str) -> Plan:
         created: Context = yield Op(
@@ -771,7 +771,7 @@ class MemoryCore:
         )
         lines: list[str] = []
         for hit in results:
-            ws, rest = self._owner(hit.context, self.pinned)
+            ws, rest = self._owner(hit.context.external_id, self.pinned)
             if ws is None:
                 continue
             lines.append(f"{self.display(ws, rest)}\t(score {hit.score:.2f})\t{hit.snippet}")

@@ -218,6 +218,20 @@ class ContextQClient:
             if not page.items or offset >= page.total:
                 return
 
+    def list_context_keys(
+        self,
+        *,
+        workspace: str | None = None,
+        tag: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> tuple[list[tuple[int, str | None, Any]], int]:
+        """One page of ``(id, external_id, metadata)`` and the total: a listing without
+        building whole rows, for callers that page through thousands of them."""
+        return self._send(
+            _api.list_context_keys(workspace=workspace, tag=tag, limit=limit, offset=offset)
+        )
+
     def get_context(self, context_id: int) -> Context:
         return self._send(_api.get_context(context_id))
 
@@ -452,6 +466,18 @@ class AsyncContextQClient:
             offset += len(page.items)
             if not page.items or offset >= page.total:
                 return
+
+    async def list_context_keys(
+        self,
+        *,
+        workspace: str | None = None,
+        tag: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> tuple[list[tuple[int, str | None, Any]], int]:
+        return await self._send(
+            _api.list_context_keys(workspace=workspace, tag=tag, limit=limit, offset=offset)
+        )
 
     async def get_context(self, context_id: int) -> Context:
         return await self._send(_api.get_context(context_id))

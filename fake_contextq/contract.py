@@ -805,3 +805,11 @@ def read_search(obj: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], float, 
 
 def read_bulk(obj: Mapping[str, Any]) -> tuple[int, int, list[Mapping[str, Any]]]:
     return int(obj["created"]), int(obj["updated"]), list(obj["items"])
+
+
+def read_keys(obj: Mapping[str, Any]) -> tuple[list[tuple[int, str | None, Any]], int]:
+    """(id, externalId, metadata) of each row of a list answer, and the total: what a
+    listing-heavy client needs, without building whole rows."""
+    ident, ext, meta = _K["id"], _K["external_id"], _K["metadata"]
+    rows = [(int(row[ident]), row.get(ext), row.get(meta)) for row in obj["items"]]
+    return rows, int(obj["total"])
