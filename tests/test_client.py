@@ -39,6 +39,8 @@ def test_typed_results_round_trip(api: ContextQClient, fake: FakeContextQ, tenan
     assert made.created_at.tzinfo is not None
     assert api.get_context(made.id) == made
     assert api.get_context_by_external_id("a/b") == made
+    keys, total = api.list_context_keys(workspace="acme", tag="x")
+    assert (keys, total) == ([(made.id, "a/b", {"k": 1})], 1)
     page = api.list_contexts(workspace="acme")
     assert page.total == 1 and isinstance(page.items[0], adapter.ContextSummary)
     assert not hasattr(page.items[0], "content")
