@@ -9,6 +9,7 @@ calling the sync or the async client (the sans-I/O split h11 uses).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ class Row:
     size: int | None
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function; a listing repeats the same sizes
 def format_size(size: int) -> str:
     """Human sizes exactly as the SDK's reference tool prints them (5.5K, 0B)."""
     if size == 0:
@@ -388,8 +390,7 @@ class MemoryCore:
         under = rows
         if not under:
             raise ToolError(f"The path {path} does not exist. Please provide a valid path.")
-        cut = len(loc.rest) + 1
-        return self._format_dir(path, [Row(r.rest[cut:], r.id, r.size) for r in under])
+        return self._format_dir(path, under, cut=len(loc.rest) + 1)
 
     def _view_store_root(self, path: str) -> Plan:
         names = yield from self._workspaces()
@@ -403,8 +404,8 @@ class MemoryCore:
         listed.sort(key=lambda e: e[1].split("/"))
         return self._render_dir(path, listed)
 
-    def _format_dir(self, path: str, rows: list[Row]) -> str:
-        return self._render_dir(path, tree((r.rest, r.size or 0) for r in rows))
+    def _format_dir(self, path: str, rows: list[Row], cut: int = 0) -> str:
+        return self._render_dir(path, tree((r.rest[cut:], r.size or 0) for r in rows))
 
     @staticmethod
     def _render_dir(path: str, entries: list[tuple[int, str]]) -> str:
