@@ -36,6 +36,7 @@ T = TypeVar("T")
 
 RETRY_BACKOFF = 0.5  # seconds before the first retry (then doubling, with full jitter)
 RETRY_BACKOFF_CAP = 8.0
+RETRY_AFTER_MAX = 30.0  # a longer Retry-After is not waited for: the call fails at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +232,7 @@ def finish(call: Call[T], response: httpx2.Response) -> T:
     if 200 <= response.status_code < 300:
         try:
             return call.parse(response)
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise errors.ContextQError(
                 f"unexpected answer body ({type(exc).__name__}: {exc})",
                 status=response.status_code,
@@ -268,7 +269,7 @@ def error_for(call: Call[Any], response: httpx2.Response) -> errors.ContextQErro
     )
 
 
-def transport_error(call: Call[Any], exc: httpx2.TransportError) -> errors.ContextQError:
+def transport_error(call: Call[Any], exc: httpx2.RequestError) -> errors.ContextQError:
     cls = (
         errors.ContextQTimeoutError
         if isinstance(exc, httpx2.TimeoutException)
@@ -282,25 +283,31 @@ def transport_error(call: Call[Any], exc: httpx2.TransportError) -> errors.Conte
 def may_retry(
     call: Call[Any], attempt: int, max_retries: int, response: httpx2.Response | None
 ) -> bool:
-    """Retry a retryable call on a transport error (``response`` None) or a 5xx."""
+    """Retry a retryable call on a transport error (``response`` None) or a 5xx, unless
+    the server asks for a longer wait than ``RETRY_AFTER_MAX``."""
     if not call.retryable or attempt >= max_retries:
         return False
-    return response is None or response.status_code >= 500
+    if response is None:
+        return True
+    return response.status_code >= 500 and (_retry_after(response) or 0.0) <= RETRY_AFTER_MAX
+
+
+def _retry_after(response: httpx2.Response) -> float | None:
+    try:
+        seconds = float(response.headers.get("retry-after", ""))
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
 
 
 def retry_delay(
     attempt: int, response: httpx2.Response | None, backoff: float, rng: random.Random
 ) -> float:
-    """Exponential backoff with full jitter; a numeric ``Retry-After`` wins when shorter
-    than the cap."""
-    if response is not None:
-        after = response.headers.get("retry-after", "")
-        try:
-            seconds = float(after)
-        except ValueError:
-            seconds = -1.0
-        if 0 <= seconds <= RETRY_BACKOFF_CAP:
-            return seconds
+    """Exponential backoff with full jitter; a numeric ``Retry-After`` (at most
+    ``RETRY_AFTER_MAX``, see ``may_retry``) is waited for as asked."""
+    after = None if response is None else _retry_after(response)
+    if after is not None:
+        return after
     return rng.uniform(0, min(RETRY_BACKOFF_CAP, backoff * 2**attempt))
 
 

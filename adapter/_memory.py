@@ -24,6 +24,7 @@ from fake_contextq.contract import (
     CONTEXT_TYPES,
     LIST_MAX_LIMIT,
     MAX_CONTENT_BYTES,
+    MAX_TAG_CHARS,
     MAX_WORKSPACE_SLUG_CHARS,
     WORKSPACE_SLUG_RE,
 )
@@ -33,6 +34,8 @@ LINE_NUMBER_WIDTH = len(str(MAX_LINES))
 DEFAULT_MAX_FILE_BYTES = 32 * 1024
 DEFAULT_MAX_VIEW_CHARS = 16_000
 SIZE_KEY = "bytes"  # metadata key holding a file's UTF-8 size, so listings need no fetch
+DIGEST_CHARS = 20
+DIR_TAG_EXTRA = len(":dir:") + DIGEST_CHARS  # a directory tag: the tag, ':dir:', a digest
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +112,59 @@ def tree(rows: Iterable[tuple[str, int]], depth: int = 2) -> list[tuple[int, str
     return out
 
 
+_STR, _INT = "a string", "an integer"
+# command -> field -> (what it must be, required)
+_INPUT: dict[str, dict[str, tuple[str, bool]]] = {
+    "view": {"path": (_STR, True), "view_range": ("a list of integers", False)},
+    "create": {"path": (_STR, True), "file_text": (_STR, True)},
+    "str_replace": {"path": (_STR, True), "old_str": (_STR, True), "new_str": (_STR, False)},
+    "insert": {"path": (_STR, True), "insert_line": (_INT, True), "insert_text": (_STR, True)},
+    "delete": {"path": (_STR, True)},
+    "rename": {"old_path": (_STR, True), "new_path": (_STR, True)},
+}
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if kind == _STR:
+        return isinstance(value, str)
+    if kind == _INT:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, list) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    )
+
+
+def check_input(value: object) -> None:
+    """Refuse malformed tool input with a ToolError the model can act on, before the SDK
+    builds a command from it (it does not check types, so Python errors would escape)."""
+    if not isinstance(value, dict):
+        raise ToolError(
+            f"The memory tool's input must be an object with a 'command', got {value!r:.80}."
+        )
+    command = value.get("command")
+    fields = _INPUT.get(command) if isinstance(command, str) else None
+    if fields is None:
+        raise ToolError(
+            f"Unknown memory command {command!r:.40}; the commands are {', '.join(_INPUT)}."
+        )
+    for name, (kind, required) in fields.items():
+        if name not in value or value[name] is None:
+            if required:
+                raise ToolError(f"The {command} command needs '{name}' ({kind}).")
+            continue
+        item = value[name]
+        if not _fits(item, kind):
+            raise ToolError(f"'{name}' of the {command} command must be {kind}, got {item!r:.60}.")
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ToolError(
+                    f"'{name}' of the {command} command holds an unpaired surrogate "
+                    "(half of a UTF-16 pair), which cannot be stored as text."
+                ) from None
+
+
 def explain(exc: errors.ContextQError) -> ToolError:
     """A ContextQ failure in words the model can act on."""
     if isinstance(exc, errors.QuotaExceededError):
@@ -134,7 +190,9 @@ def explain(exc: errors.ContextQError) -> ToolError:
     if isinstance(exc, errors.ContextQConnectionError):
         return ToolError(f"Could not reach ContextQ: {exc.message}")
     if isinstance(exc, errors.UnavailableError):
-        return ToolError(f"ContextQ is unavailable ({exc.status}): {exc.message}. Try again later.")
+        return ToolError(
+            f"ContextQ is unavailable ({exc.status}): {exc.message.rstrip('. ')}. Try again later."
+        )
     return ToolError(f"ContextQ error: {exc}")
 
 
@@ -157,6 +215,11 @@ class MemoryCore:
             )
         if not tag or ":" in tag or "/" in tag:
             raise ValueError(f"tag must be a non-empty name without ':' or '/', got {tag!r}")
+        if len(tag) + DIR_TAG_EXTRA > MAX_TAG_CHARS:
+            raise ValueError(
+                f"tag must be at most {MAX_TAG_CHARS - DIR_TAG_EXTRA} characters, so that its "
+                f"directory tags fit ContextQ's {MAX_TAG_CHARS}; got {len(tag)}"
+            )
         if workspace is not None:
             workspace = workspace.lower()
             if len(workspace) > MAX_WORKSPACE_SLUG_CHARS or not WORKSPACE_SLUG_RE.fullmatch(
@@ -194,14 +257,6 @@ class MemoryCore:
         if self.pinned is not None:
             return f"{ROOT}/{rest}" if rest else ROOT
         return f"{ROOT}/{workspace}/{rest}" if rest else f"{ROOT}/{workspace}"
-
-    def lock_key(self, path: str) -> str | None:
-        """The key that serialises edits of one file within one tool instance."""
-        try:
-            loc = self.locate(path)
-        except ToolError:
-            return None
-        return None if loc.workspace is None else self.external_id(loc)
 
     # ----- reads shared by the commands -----
 
@@ -270,7 +325,7 @@ class MemoryCore:
         """The tag every file under ``directory`` carries, and a file at that very path too,
         so one listing finds a subtree, or the file standing where a directory would go
         (ContextQ has no prefix filter). Hashed: a path may be longer than a tag."""
-        digest = hashlib.sha1(f"{workspace}/{directory}".encode()).hexdigest()[:20]
+        digest = hashlib.sha1(f"{workspace}/{directory}".encode()).hexdigest()[:DIGEST_CHARS]
         return f"{self.tag}:dir:{digest}"
 
     def _tags(self, workspace: str, rest: str) -> list[str]:
@@ -437,15 +492,23 @@ class MemoryCore:
         kept: list[str] = []
         used = len(header)
         for line in body:
-            if used + 1 + len(line) > self.max_view_chars and kept:
+            if used + 1 + len(line) > self.max_view_chars:
                 break
             kept.append(line)
             used += 1 + len(line)
+        end = len(lines) if not (view_range and len(view_range) == 2) else view_range[1]
+        if not kept:  # one line longer than the whole budget: show its beginning
+            room = max(self.max_view_chars - len(header) - 1, 0)
+            return (
+                header + "\n" + body[0][:room] + "\n"
+                f"[Line {start} alone is longer than {self.max_view_chars} characters and "
+                f"is shown only in part; the file holds it whole.]"
+            )
         resume = start + len(kept)
         return (
             header + "\n" + "\n".join(kept) + "\n"
             f"[Output cut at {self.max_view_chars} characters after line {resume - 1} of "
-            f"{len(lines)}. View the rest with view_range [{resume}, -1].]"
+            f"{len(lines)}. View the rest with view_range [{resume}, {end}].]"
         )
 
     # ----- create -----
@@ -519,6 +582,16 @@ class MemoryCore:
                 "metadata": {SIZE_KEY: byte_size(text)},
             },
         )
+        if created.workspace != loc.workspace:
+            # ContextQ silently stores an unknown workspace as none: ours was deleted since
+            # the tool last looked. Take the row back and say so.
+            self.known_workspaces.discard(loc.workspace or "")
+            with contextlib.suppress(errors.ContextQError):
+                yield Op("delete_context", (created.id,))
+            raise ToolError(
+                f"The workspace '{loc.workspace}' no longer exists in ContextQ, so "
+                f"{self.display(loc.workspace or '', loc.rest)} was not written."
+            )
         return created
 
     # ----- str_replace and insert -----
@@ -611,10 +684,10 @@ class MemoryCore:
         if not loc.is_workspace_root:
             context = yield from self._fetch(loc)
             if context is not None:
-                try:
+                # A 404 here means the row is gone: a retried DELETE whose first answer
+                # was lost, or another writer. Either way the file no longer exists.
+                with contextlib.suppress(errors.NotFoundError):
                     yield Op("delete_context", (context.id,))
-                except errors.NotFoundError:
-                    raise missing from None
                 return f"Successfully deleted {path}"
         under: list[Row] = yield from self._subtree(loc.workspace or "", loc.rest, foreign=True)
         if not under:
@@ -633,7 +706,7 @@ class MemoryCore:
             except errors.ContextQError as exc:
                 left = [self.display(workspace, r.rest) for r in rows[i:]]
                 raise ToolError(
-                    f"Deleting {path} stopped partway: {explain(exc)}. Deleted {i} of "
+                    f"Deleting {path} stopped partway: {_cause(exc)}. Deleted {i} of "
                     f"{len(rows)} files; these remain: {', '.join(left)}"
                 ) from None
         return None
@@ -704,52 +777,65 @@ class MemoryCore:
                     original: Context = yield Op("get_context", (row.id,))
                     text = original.content
                 copy = yield from self._create_row(target, text)
-            except errors.ContextQError as exc:
-                yield from self._undo_copies([c for _, c in copies])
+            except (errors.ContextQError, ToolError) as exc:
+                left = yield from self._undo_copies(copies)
+                if left:
+                    raise ToolError(
+                        f"Renaming {old.path} to {new.path} failed partway and could not be "
+                        f"fully undone: these copies remain beside their originals: "
+                        f"{self._pairs(old, new, left)}. Delete the copies. Cause: "
+                        f"{_cause(exc)}"
+                    ) from None
                 if isinstance(exc, errors.ExternalIdTakenError):
                     raise ToolError(f"The destination {new.path} already exists") from None
                 raise ToolError(
-                    f"Renaming {old.path} failed before anything moved: {explain(exc)}"
+                    f"Renaming {old.path} failed before anything moved: {_cause(exc)}"
                 ) from None
             copies.append((row, copy))
-        for i, (row, copy) in enumerate(copies):
+        for i, (row, _copy) in enumerate(copies):
             try:
                 yield Op("delete_context", (row.id,))
             except errors.NotFoundError:
                 continue
             except errors.ContextQError as exc:
-                pending = [c for _, c in copies[i:]]
-                undone = yield from self._undo_copies(pending)
-                moved = len(copies[:i])
-                if undone:
-                    detail = (
-                        f"the copies of the files not yet moved were removed again, so "
-                        f"{old.path} keeps them"
-                        + (f" ({moved} file(s) had already moved to {new.path})" if moved else "")
-                    )
+                left = yield from self._undo_copies(copies[i:])
+                moved = f" ({i} file(s) had already moved to {new.path})" if i else ""
+                if not left:
                     raise ToolError(
-                        f"Renaming {old.path} to {new.path} failed while "
-                        f"removing the original ({explain(exc)}); {detail}."
+                        f"Renaming {old.path} to {new.path} failed while removing the "
+                        f"originals ({_cause(exc)}); the copies of the files not yet moved "
+                        f"were removed again, so {old.path} keeps them{moved}."
                     ) from None
                 raise ToolError(
-                    f"Renaming {old.path} to {new.path} failed and could not be undone: the "
-                    f"file now exists at both paths ({old.path} is context {row.id}, "
-                    f"{new.path} is context {copy.id}). Delete one of them. Cause: "
-                    f"{explain(exc)}"
+                    f"Renaming {old.path} to {new.path} failed and could not be undone: "
+                    f"these files now exist at both paths: {self._pairs(old, new, left)}. "
+                    f"Delete one of each{moved}. Cause: {_cause(exc)}"
                 ) from None
         return None
 
-    def _undo_copies(self, copies: list[Context]) -> Plan:
-        """Delete copies made by a failed rename; True when all are gone."""
-        ok = True
-        for copy in copies:
+    def _pairs(self, old: Location, new: Location, left: list[tuple[Row, Context]]) -> str:
+        """'old path (context a) and new path (context b)' for each duplicate left."""
+        assert old.workspace is not None and new.workspace is not None
+        parts = []
+        for row, copy in left:
+            copy_rest = copy.title if copy.title else new.rest
+            parts.append(
+                f"{self.display(old.workspace, row.rest)} (context {row.id}) and "
+                f"{self.display(new.workspace, copy_rest)} (context {copy.id})"
+            )
+        return "; ".join(parts)
+
+    def _undo_copies(self, copies: list[tuple[Row, Context]]) -> Plan:
+        """Delete copies made by a failed rename; the (original, copy) pairs left over."""
+        left: list[tuple[Row, Context]] = []
+        for row, copy in copies:
             try:
                 yield Op("delete_context", (copy.id,))
             except errors.NotFoundError:
                 continue
             except errors.ContextQError:
-                ok = False
-        return ok
+                left.append((row, copy))
+        return left
 
     # ----- clear and recall -----
 
@@ -764,8 +850,12 @@ class MemoryCore:
         return "All memory cleared"
 
     def recall(self, query: str, limit: int) -> Plan:
-        if not query.strip():
+        if not isinstance(query, str) or not query.strip():
             raise ToolError("memory_recall needs a non-empty query.")
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ToolError("The memory_recall query holds an unpaired surrogate.") from None
         limit = max(1, min(int(limit), 50))
         results: list[SearchResult] = yield Op(
             "search", (query,), {"tags": [self.tag], "workspace": self.pinned, "limit": limit}
@@ -779,6 +869,12 @@ class MemoryCore:
         if not lines:
             return f"No memory file matches {query!r}."
         return f"Memory files matching {query!r}, best first:\n" + "\n".join(lines)
+
+
+def _cause(exc: Exception) -> str:
+    """A failure's words, without a trailing period (the caller's sentence goes on)."""
+    words = str(explain(exc) if isinstance(exc, errors.ContextQError) else exc)
+    return words.rstrip(". ")
 
 
 def _top_total(entries: list[tuple[int, str]]) -> int:

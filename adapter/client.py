@@ -70,6 +70,12 @@ class _Options:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         given_url = str(http_client.base_url) if http_client is not None else ""
         url = base_url or given_url or os.environ.get(URL_ENV) or DEFAULT_BASE_URL
+        try:
+            parsed = httpx2.URL(url)
+        except httpx2.InvalidURL as exc:
+            raise ValueError(f"The ContextQ base URL {url!r} is not a URL: {exc}") from None
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise ValueError(f"The ContextQ base URL {url!r} must be an http(s) URL with a host")
         self.base_url = url.rstrip("/")
         self.headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
         self.timeout = timeout
@@ -126,6 +132,8 @@ class ContextQClient:
         http_client: httpx2.Client | None = None,
     ) -> None:
         self._opts = _Options(api_key, base_url, timeout, max_retries, retry_backoff, http_client)
+        if http_client is not None and not isinstance(http_client, httpx2.Client):
+            raise TypeError(f"http_client must be an httpx2.Client, got {type(http_client)!r}")
         self._owns_http = http_client is None
         self._http = (
             http_client
@@ -141,12 +149,12 @@ class ContextQClient:
         attempt = 0
         while True:
             response: httpx2.Response | None = None
-            error: httpx2.TransportError | None = None
+            error: httpx2.RequestError | None = None
             try:
                 response = self._http.request(
                     call.method, self._opts.url(call.path), **self._opts.request_kwargs(call)
                 )
-            except httpx2.TransportError as exc:
+            except httpx2.RequestError as exc:  # transport failures and undecodable bodies
                 error = exc
             if _api.may_retry(call, attempt, self._opts.max_retries, response):
                 delay = _api.retry_delay(
@@ -377,6 +385,8 @@ class AsyncContextQClient:
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
         self._opts = _Options(api_key, base_url, timeout, max_retries, retry_backoff, http_client)
+        if http_client is not None and not isinstance(http_client, httpx2.AsyncClient):
+            raise TypeError(f"http_client must be an httpx2.AsyncClient, got {type(http_client)!r}")
         self._owns_http = http_client is None
         self._http = (
             http_client
@@ -392,12 +402,12 @@ class AsyncContextQClient:
         attempt = 0
         while True:
             response: httpx2.Response | None = None
-            error: httpx2.TransportError | None = None
+            error: httpx2.RequestError | None = None
             try:
                 response = await self._http.request(
                     call.method, self._opts.url(call.path), **self._opts.request_kwargs(call)
                 )
-            except httpx2.TransportError as exc:
+            except httpx2.RequestError as exc:  # transport failures and undecodable bodies
                 error = exc
             if _api.may_retry(call, attempt, self._opts.max_retries, response):
                 delay = _api.retry_delay(

@@ -40,6 +40,7 @@ from adapter._memory import (
     MemoryCore,
     Op,
     Plan,
+    check_input,
     explain,
 )
 from adapter.client import DEFAULT_MAX_RETRIES, AsyncContextQClient, ContextQClient
@@ -131,47 +132,50 @@ class ContextQMemoryTool(BetaAbstractMemoryTool):
                 http_client=http_client,
             )
         )
-        self._locks: dict[str, threading.Lock] = {}
-        self._locks_guard = threading.Lock()
+        # Writes through one tool instance run one at a time: an edit can then never land
+        # between a rename's copy and its delete, and no two creates race on one tree.
+        self._write_lock = threading.Lock()
 
-    def _run(self, plan: Plan, lock_path: str | None = None) -> Any:
-        key = None if lock_path is None else self.core.lock_key(lock_path)
-        if key is None:
+    def _run(self, plan: Plan, *, write: bool = False) -> Any:
+        if not write:
             return _drive_sync(self.client, plan)
-        with self._locks_guard:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
+        with self._write_lock:
             return _drive_sync(self.client, plan)
+
+    def call(self, input: object) -> Any:
+        """Check the input's shape first: the SDK builds commands without checking types."""
+        check_input(input)
+        return super().call(input)
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         result: str = self._run(self.core.view(command.path, command.view_range))
         return result
 
     def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
-        result: str = self._run(self.core.create(command.path, command.file_text), command.path)
+        result: str = self._run(self.core.create(command.path, command.file_text), write=True)
         return result
 
     def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
         plan = self.core.str_replace(command.path, command.old_str, command.new_str or "")
-        result: str = self._run(plan, command.path)
+        result: str = self._run(plan, write=True)
         return result
 
     def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
         plan = self.core.insert(command.path, command.insert_line, command.insert_text)
-        result: str = self._run(plan, command.path)
+        result: str = self._run(plan, write=True)
         return result
 
     def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        result: str = self._run(self.core.delete(command.path), command.path)
+        result: str = self._run(self.core.delete(command.path), write=True)
         return result
 
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        result: str = self._run(self.core.rename(command.old_path, command.new_path))
+        result: str = self._run(self.core.rename(command.old_path, command.new_path), write=True)
         return result
 
     def clear_all_memory(self) -> str:
         """Delete every file this tool wrote (its tag, in its workspace scope); nothing else."""
-        result: str = self._run(self.core.clear_all())
+        result: str = self._run(self.core.clear_all(), write=True)
         return result
 
     def recall(self, query: str, limit: int = 5) -> str:
@@ -247,15 +251,18 @@ class AsyncContextQMemoryTool(BetaAsyncAbstractMemoryTool):
         )
         # asyncio locks bind to a loop on first use; one dict per loop keeps tools usable
         # from several event loops (e.g. one asyncio.run per test).
-        self._locks: dict[tuple[int, str], asyncio.Lock] = {}
+        self._write_locks: dict[int, asyncio.Lock] = {}
 
-    async def _run(self, plan: Plan, lock_path: str | None = None) -> Any:
-        key = None if lock_path is None else self.core.lock_key(lock_path)
-        if key is None:
+    async def _run(self, plan: Plan, *, write: bool = False) -> Any:
+        if not write:
             return await _drive_async(self.client, plan)
-        lock = self._locks.setdefault((id(asyncio.get_running_loop()), key), asyncio.Lock())
+        lock = self._write_locks.setdefault(id(asyncio.get_running_loop()), asyncio.Lock())
         async with lock:
             return await _drive_async(self.client, plan)
+
+    async def call(self, input: object) -> Any:
+        check_input(input)
+        return await super().call(input)
 
     async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         result: str = await self._run(self.core.view(command.path, command.view_range))
@@ -263,29 +270,31 @@ class AsyncContextQMemoryTool(BetaAsyncAbstractMemoryTool):
 
     async def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
         plan = self.core.create(command.path, command.file_text)
-        result: str = await self._run(plan, command.path)
+        result: str = await self._run(plan, write=True)
         return result
 
     async def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
         plan = self.core.str_replace(command.path, command.old_str, command.new_str or "")
-        result: str = await self._run(plan, command.path)
+        result: str = await self._run(plan, write=True)
         return result
 
     async def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
         plan = self.core.insert(command.path, command.insert_line, command.insert_text)
-        result: str = await self._run(plan, command.path)
+        result: str = await self._run(plan, write=True)
         return result
 
     async def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        result: str = await self._run(self.core.delete(command.path), command.path)
+        result: str = await self._run(self.core.delete(command.path), write=True)
         return result
 
     async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        result: str = await self._run(self.core.rename(command.old_path, command.new_path))
+        result: str = await self._run(
+            self.core.rename(command.old_path, command.new_path), write=True
+        )
         return result
 
     async def clear_all_memory(self) -> str:
-        result: str = await self._run(self.core.clear_all())
+        result: str = await self._run(self.core.clear_all(), write=True)
         return result
 
     async def recall(self, query: str, limit: int = 5) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import httpx2
 import pytest
@@ -234,3 +235,51 @@ def test_an_unexpected_body_is_a_clear_error(key: str) -> None:
     api = ContextQClient(key, http_client=httpx2.Client(transport=transport, base_url="http://x"))
     with pytest.raises(adapter.ContextQError, match="unexpected answer body"):
         api.get_context(1)
+
+
+def test_undecodable_bodies_and_bad_urls_are_clear(key: str) -> None:
+    garbage = httpx2.MockTransport(
+        lambda _r: httpx2.Response(
+            200, content=b"not gzip at all", headers={"content-encoding": "gzip"}
+        )
+    )
+    api = ContextQClient(
+        key, http_client=httpx2.Client(transport=garbage, base_url="http://x"), max_retries=0
+    )
+    with pytest.raises(adapter.ContextQConnectionError):
+        api.get_context(1)
+    odd = httpx2.MockTransport(lambda _r: httpx2.Response(200, json={"items": [1]}))
+    api = ContextQClient(key, http_client=httpx2.Client(transport=odd, base_url="http://x"))
+    with pytest.raises(adapter.ContextQError, match="unexpected answer body"):
+        api.list_workspaces()
+    with pytest.raises(ValueError, match=r"not a URL|http"):
+        ContextQClient(key, base_url="http://[::1")
+    with pytest.raises(ValueError, match="http"):
+        ContextQClient(key, base_url="ftp://files.example")
+
+
+def test_retry_after_is_honoured_up_to_a_limit(key: str) -> None:
+    seen: list[float] = []
+
+    def answer(after: str) -> httpx2.MockTransport:
+        def handler(_r: httpx2.Request) -> httpx2.Response:
+            seen.append(time.monotonic())
+            return httpx2.Response(
+                503, json={"error": "x", "message": "busy"}, headers={"retry-after": after}
+            )
+
+        return httpx2.MockTransport(handler)
+
+    api = ContextQClient(
+        key, http_client=httpx2.Client(transport=answer("0.2"), base_url="http://x"), max_retries=1
+    )
+    with pytest.raises(adapter.UnavailableError):
+        api.get_context(1)
+    assert len(seen) == 2 and seen[1] - seen[0] >= 0.2
+    seen.clear()
+    api = ContextQClient(
+        key, http_client=httpx2.Client(transport=answer("3600"), base_url="http://x"), max_retries=3
+    )
+    with pytest.raises(adapter.UnavailableError):
+        api.get_context(1)
+    assert len(seen) == 1  # a wait longer than RETRY_AFTER_MAX is not sat through

@@ -523,3 +523,125 @@ def test_conflicts_found_without_a_workspace_listing(pinned: ContextQMemoryTool)
     assert fails(pinned, "rename", old_path="/memories/nope.md", new_path="/memories/x.md") == (
         "The path /memories/nope.md does not exist"
     )
+
+
+# ----- found by review: concurrency, vanished workspaces, failure reports, bad input -----
+
+
+def test_an_edit_never_lands_between_a_renames_copy_and_delete(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool
+) -> None:
+    run(pinned, "create", path="/memories/n.md", file_text="alpha\n")
+    fake.faults.inject("POST", "/api/contexts", delay=0.3)  # widen the rename's window
+    renamer = threading.Thread(
+        target=run,
+        args=(pinned, "rename"),
+        kwargs={"old_path": "/memories/n.md", "new_path": "/memories/m.md"},
+    )
+    renamer.start()
+    threading.Event().wait(0.1)
+    try:
+        run(pinned, "str_replace", path="/memories/n.md", old_str="alpha", new_str="BETA")
+        edited = True
+    except ToolError:
+        edited = False
+    renamer.join()
+    [row] = fake.contexts(tenant)
+    assert row.external_id == "mem-tool:acme/m.md"
+    assert row.content == ("BETA\n" if edited else "alpha\n")
+
+
+def test_a_workspace_deleted_behind_the_tools_back_is_not_written_into(
+    fake: FakeContextQ, tenant: Tenant, key: str, pinned: ContextQMemoryTool
+) -> None:
+    run(pinned, "create", path="/memories/a.md", file_text="x")
+    pinned.clear_all_memory()
+    with fake.client(key) as http:
+        assert http.delete("/api/workspaces/acme").status_code == 204
+    assert "no longer exists" in fails(pinned, "create", path="/memories/b.md", file_text="y")
+    assert fake.contexts(tenant) == []
+
+
+def test_a_rename_whose_undo_fails_names_the_copies_left(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool
+) -> None:
+    run(pinned, "create", path="/memories/d/a.md", file_text="a")
+    run(pinned, "create", path="/memories/d/b.md", file_text="b")
+    first_copy_id = max(c.id for c in fake.contexts(tenant)) + 1
+    posts = {"n": 0}
+    original_take = fake.faults.take
+
+    def take(method: str, path: str) -> Any:  # let the first copy through, fail the second
+        if method == "POST" and path == "/api/contexts":
+            posts["n"] += 1
+            if posts["n"] == 2:
+                return fake.faults.inject("POST", "/api/contexts", status=500)
+        return original_take(method, path)
+
+    fake.faults.inject("DELETE", f"/api/contexts/{first_copy_id}", status=500, times=None)
+    fake.faults.take = take  # type: ignore[method-assign]
+    msg = fails(pinned, "rename", old_path="/memories/d", new_path="/memories/e")
+    assert "could not be fully undone" in msg
+    assert f"/memories/e/a.md (context {first_copy_id})" in msg
+    assert ".." not in msg
+
+
+def test_a_delete_whose_row_is_already_gone_succeeds(
+    fake: FakeContextQ, pinned: ContextQMemoryTool
+) -> None:
+    run(pinned, "create", path="/memories/a.md", file_text="x")
+    fake.faults.inject("DELETE", "/api/contexts/*", status=404)  # as after a lost answer
+    assert run(pinned, "delete", path="/memories/a.md") == "Successfully deleted /memories/a.md"
+
+
+@pytest.mark.parametrize(
+    ("tool_input", "fragment"),
+    [
+        ({"command": "view"}, "needs 'path'"),
+        ({"command": "view", "path": 5}, "'path' of the view command must be a string"),
+        ({"command": "view", "path": "/memories", "view_range": "12"}, "list of integers"),
+        ({"command": "view", "path": "/memories", "view_range": [1.5, 2]}, "list of integers"),
+        ({"command": "create", "path": "/memories/a.md"}, "needs 'file_text'"),
+        (
+            {"command": "insert", "path": "/memories/a.md", "insert_line": "1", "insert_text": "x"},
+            "must be an integer",
+        ),
+        ({"command": "str_replace", "path": "/memories/a.md", "new_str": "x"}, "needs 'old_str'"),
+        ({"command": "create", "path": "/memories/a.md", "file_text": "\ud800"}, "surrogate"),
+        ({"command": "explode"}, "Unknown memory command"),
+        ("view /memories", "must be an object"),
+    ],
+)
+def test_malformed_input_is_a_tool_error(
+    pinned: ContextQMemoryTool, tool_input: Any, fragment: str
+) -> None:
+    with pytest.raises(ToolError, match=fragment):
+        pinned.call(tool_input)
+
+
+def test_a_line_longer_than_the_view_budget_is_shown_in_part(
+    fake: FakeContextQ, key: str, acme: str
+) -> None:
+    tool = ContextQMemoryTool(key, http_client=fake.client(), workspace=acme, max_view_chars=200)
+    run(tool, "create", path="/memories/a.md", file_text="y" * 1000 + "\nshort\n")
+    out = run(tool, "view", path="/memories/a.md")
+    assert len(out) < 400 and "shown only in part" in out
+    ranged = run(
+        tool,
+        "create",
+        path="/memories/b.md",
+        file_text="".join(f"line {i} " + "z" * 30 + "\n" for i in range(40)),
+    )
+    assert ranged.startswith("File created")
+    cut = run(tool, "view", path="/memories/b.md", view_range=[10, 20])
+    assert "View the rest with view_range [13, 20]" in cut
+
+
+def test_options_that_cannot_work_are_refused() -> None:
+    import httpx2
+
+    key = "sk_live_" + "a" * 40
+    with pytest.raises(ValueError, match="tag must be at most"):
+        ContextQMemoryTool(key, tag="t" * 80)
+    with pytest.raises(TypeError, match=r"httpx2\.AsyncClient"):
+        AsyncContextQMemoryTool(key, http_client=httpx2.Client())  # type: ignore[arg-type]
