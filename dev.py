@@ -2,6 +2,8 @@
 """One entry point for a fresh machine that has only Python 3.11+.
 
     python3 dev.py serve [fake-contextq serve options]   start the fake ContextQ server
+    python3 dev.py demo                                   a scripted memory-tool conversation,
+                                                          offline, with no key
     python3 dev.py test [pytest options]                  run the test suite
     python3 dev.py check                                  ruff and mypy
     python3 dev.py bench                                  the benchmark
@@ -57,12 +59,12 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
-    if command not in ("serve", "test", "check", "bench", "package"):
+    if command not in ("serve", "demo", "test", "check", "bench", "package"):
         print(f"dev.py: unknown command {command!r}\n{__doc__}", file=sys.stderr)
         return 2
     ensure_venv()
-    if command == "serve":
-        return run(BIN / "fake-contextq", "serve", *rest)
+    if command in ("serve", "demo"):
+        return run(BIN / "fake-contextq", command, *rest)
     if command == "test":
         parallel = [] if any(a.startswith(("-n", "--numprocesses")) for a in rest) else [
             "-n", "2"]
