@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from fake_contextq.models import ContextQBackend
     from fake_contextq.records import ApiKey, AuditRow, Context, Tenant, Workspace
     from fake_contextq.server import ServedFake
+    from fake_contextq.sqlstore import SchemaVersionError, SqlStore
     from fake_contextq.store import MemoryStore, Store
 
 __version__ = "0.1.0"
@@ -37,6 +38,8 @@ _HOMES = {
     "Tenant": "records",
     "Workspace": "records",
     "ServedFake": "server",
+    "SchemaVersionError": "sqlstore",
+    "SqlStore": "sqlstore",
     "MemoryStore": "store",
     "Store": "store",
 }
@@ -54,7 +57,9 @@ __all__ = [
     "Journal",
     "JournalEntry",
     "MemoryStore",
+    "SchemaVersionError",
     "ServedFake",
+    "SqlStore",
     "Store",
     "Tenant",
     "ValidationFailed",

@@ -1,0 +1,269 @@
+"""Every table and column the SQL store uses, in one place (SQLAlchemy Core, no ORM).
+
+The names the live dev stack is known to use are kept (``tenants``, ``users``,
+``api_keys``, ``workspaces``, ``contexts.external_id``, ``agent_sessions.parent_session_id``,
+``agent_sessions.metadata``, ``agent_checkpoints``, ``activity_logs.prev_hash``); everything
+else is this project's choice. Timestamps keep their time zone and microseconds exactly
+(ISO-8601 text on SQLite, ``timestamptz`` on PostgreSQL); tuples are stored as JSON lists.
+
+A denormalised ``workspace_slug`` sits next to each ``workspace_id`` because the records
+carry both and a store must give back exactly what it was given.
+
+Foreign keys are declared where the model can never break them. The agent tables'
+``workspace_id`` has none: a workspace with no contexts may be deleted while sessions,
+lessons or handoffs still name it, and the model keeps those rows as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+#: The one version this module creates and understands; bump it with every change.
+SCHEMA_VERSION = 1
+
+#: The length of an embedding vector (``agent_lessons.embedding``).
+EMBEDDING_DIMENSIONS = 768
+
+#: Starts a ``SafeText`` value stored as JSON (a private-use character).
+ESCAPED_TEXT_MARKER = "\ue000"
+
+
+class Timestamp(TypeDecorator[datetime]):
+    """A datetime that round-trips exactly: ``timestamptz`` on PostgreSQL, ISO text elsewhere."""
+
+    impl = sa.String(40)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(sa.DateTime(timezone=True))
+        return dialect.type_descriptor(sa.String(40))
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
+        if value is None or dialect.name == "postgresql":
+            return value
+        return value.isoformat()
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:  # noqa: ARG002
+        if value is None or isinstance(value, datetime):
+            return value
+        return datetime.fromisoformat(str(value))
+
+
+class SafeText(TypeDecorator[str]):
+    """Text that also round-trips lone surrogates, which JSON requests may carry but no
+    UTF-8 database accepts: such a value (or one that starts with the marker) is stored as
+    the marker followed by its ASCII JSON encoding. Everything else is stored unchanged, so
+    equality lookups (``external_id``) still work, through the same encoding."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:  # noqa: ARG002
+        if value is None or value.isascii():
+            return value
+        if not value.startswith(ESCAPED_TEXT_MARKER):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                pass
+            else:
+                return value
+        return ESCAPED_TEXT_MARKER + json.dumps(value)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> str | None:  # noqa: ARG002
+        if value is None:
+            return None
+        text = str(value)
+        if text.startswith(ESCAPED_TEXT_MARKER):
+            decoded: str = json.loads(text[len(ESCAPED_TEXT_MARKER) :])
+            return decoded
+        return text
+
+
+def _json() -> sa.JSON:
+    """A JSON column where Python ``None`` is SQL NULL."""
+    return sa.JSON(none_as_null=True)
+
+
+metadata = sa.MetaData()
+
+schema_version = sa.Table(
+    "schema_version",
+    metadata,
+    sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
+)
+
+#: The last id handed out per kind ("tenant", "context", "activity_log", ...).
+id_counters = sa.Table(
+    "id_counters",
+    metadata,
+    sa.Column("kind", sa.String(64), primary_key=True),
+    sa.Column("value", sa.BigInteger, nullable=False),
+)
+
+tenants = sa.Table(
+    "tenants",
+    metadata,
+    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("name", SafeText, nullable=False),
+    sa.Column("plan", sa.String(32), nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+)
+
+# Part of the schema the seeds use; the model has no users yet.
+users = sa.Table(
+    "users",
+    metadata,
+    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column("email", sa.String(320), nullable=False, unique=True),
+    sa.Column("created_at", Timestamp, nullable=False),
+)
+
+api_keys = sa.Table(
+    "api_keys",
+    metadata,
+    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column("key_hash", sa.String(128), nullable=False, unique=True),
+    sa.Column("prefix", sa.String(64), nullable=False),
+    sa.Column("scopes", _json(), nullable=False),
+    sa.Column("revoked", sa.Boolean, nullable=False, default=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Index("ix_api_keys_tenant", "tenant_id"),
+)
+
+workspaces = sa.Table(
+    "workspaces",
+    metadata,
+    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column("slug", sa.String(128), nullable=False),
+    sa.Column("name", SafeText, nullable=False),
+    sa.Column("archived", sa.Boolean, nullable=False, default=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.UniqueConstraint("tenant_id", "slug", name="uq_workspaces_tenant_slug"),
+)
+
+contexts = sa.Table(
+    "contexts",
+    metadata,
+    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column("workspace_id", sa.BigInteger, sa.ForeignKey("workspaces.id"), nullable=True),
+    sa.Column("workspace_slug", sa.String(128), nullable=True),
+    sa.Column("type", sa.String(32), nullable=False),
+    sa.Column("title", SafeText, nullable=False),
+    sa.Column("content", SafeText, nullable=False),
+    sa.Column("tags", _json(), nullable=False),
+    sa.Column("external_id", SafeText, nullable=True),
+    sa.Column("metadata", _json(), nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+    sa.UniqueConstraint("tenant_id", "external_id", name="uq_contexts_tenant_external_id"),
+    sa.Index("ix_contexts_tenant_id", "tenant_id", "id"),
+    sa.Index("ix_contexts_workspace", "tenant_id", "workspace_id"),
+)
+
+agent_sessions = sa.Table(
+    "agent_sessions",
+    metadata,
+    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column("workspace_id", sa.BigInteger, nullable=True),
+    sa.Column("workspace_slug", sa.String(128), nullable=True),
+    sa.Column(
+        "parent_session_id", sa.BigInteger, sa.ForeignKey("agent_sessions.id"), nullable=True
+    ),
+    sa.Column("metadata", _json(), nullable=False),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("summary", SafeText, nullable=True),
+    sa.Column("started_at", Timestamp, nullable=False),
+    sa.Column("ended_at", Timestamp, nullable=True),
+    sa.Index("ix_agent_sessions_tenant", "tenant_id", "workspace_id", "id"),
+)
+
+agent_checkpoints = sa.Table(
+    "agent_checkpoints",
+    metadata,
+    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column("session_id", sa.BigInteger, sa.ForeignKey("agent_sessions.id"), nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("state", _json(), nullable=False),
+    sa.Column("summary", SafeText, nullable=True),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.UniqueConstraint("session_id", "seq", name="uq_agent_checkpoints_session_seq"),
+)
+
+agent_tasks = sa.Table(
+    "agent_tasks",
+    metadata,
+    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column("session_id", sa.BigInteger, sa.ForeignKey("agent_sessions.id"), nullable=False),
+    sa.Column("key", SafeText, nullable=False),
+    sa.Column("title", SafeText, nullable=False),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("parent_id", sa.BigInteger, sa.ForeignKey("agent_tasks.id"), nullable=True),
+    sa.Column("evidence", SafeText, nullable=True),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+    sa.UniqueConstraint("session_id", "key", name="uq_agent_tasks_session_key"),
+)
+
+agent_lessons = sa.Table(
+    "agent_lessons",
+    metadata,
+    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column("workspace_id", sa.BigInteger, nullable=True),
+    sa.Column("workspace_slug", sa.String(128), nullable=True),
+    sa.Column("session_id", sa.BigInteger, sa.ForeignKey("agent_sessions.id"), nullable=True),
+    sa.Column("text", SafeText, nullable=False),
+    sa.Column("tags", _json(), nullable=False),
+    # a JSON list of EMBEDDING_DIMENSIONS floats, or NULL when not embedded
+    sa.Column("embedding", _json(), nullable=True),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Index("ix_agent_lessons_tenant", "tenant_id", "id"),
+)
+
+agent_handoffs = sa.Table(
+    "agent_handoffs",
+    metadata,
+    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column("workspace_id", sa.BigInteger, nullable=False),
+    sa.Column("workspace_slug", sa.String(128), nullable=False),
+    sa.Column("session_id", sa.BigInteger, sa.ForeignKey("agent_sessions.id"), nullable=True),
+    sa.Column("content", SafeText, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Index("ix_agent_handoffs_tenant", "tenant_id", "workspace_id", "id"),
+)
+
+#: The global audit hash chain, in id order.
+activity_logs = sa.Table(
+    "activity_logs",
+    metadata,
+    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column("actor_key_prefix", sa.String(64), nullable=True),
+    sa.Column("action", sa.String(64), nullable=False),
+    sa.Column("entity", sa.String(64), nullable=False),
+    sa.Column("entity_id", SafeText, nullable=True),
+    sa.Column("at", sa.String(40), nullable=False),  # the exact hashed string
+    sa.Column("prev_hash", sa.String(128), nullable=True),
+    sa.Column("hash", sa.String(128), nullable=False),
+)
+
+#: The tables ``reset()`` empties (everything but ``schema_version``), children first.
+DATA_TABLES: tuple[sa.Table, ...] = tuple(
+    t for t in reversed(metadata.sorted_tables) if t is not schema_version
+)
