@@ -51,7 +51,7 @@ class Served:
 
 def start(*args: str, timeout: float = 20.0) -> Served:
     process = subprocess.Popen(
-        [*_cli(), "serve", "--port", "0", *args],
+        [*_cli(), "serve", "--port", "0", *(args if "--db" in args else ("--memory", *args))],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -221,7 +221,10 @@ def test_a_taken_port_is_one_clear_line() -> None:
         s.listen(1)
         port = s.getsockname()[1]
         result = subprocess.run(
-            [*_cli(), "serve", "--port", str(port)], capture_output=True, text=True, timeout=30
+            [*_cli(), "serve", "--memory", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
     assert result.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
@@ -230,7 +233,7 @@ def test_a_taken_port_is_one_clear_line() -> None:
 
 def test_a_bad_scope_is_refused_before_serving() -> None:
     result = subprocess.run(
-        [*_cli(), "serve", "--port", "0", "--key", "read,delete"],
+        [*_cli(), "serve", "--port", "0", "--memory", "--key", "read,delete"],
         capture_output=True,
         text=True,
         timeout=30,
@@ -324,3 +327,49 @@ def test_a_bad_script_file_is_one_clear_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.startswith(f"fake-contextq model: cannot load {bad}")
     assert "Traceback" not in result.stderr
+
+
+# ----- state in a SQLite file -----
+
+
+def test_serve_keeps_its_state_across_restarts(tmp_path: Path) -> None:
+    db = tmp_path / "fake.db"
+    first = start("--db", str(db), "--workspace", "acme")
+    assert f"state in {db}" in first.banner[0]
+    with httpx2.Client(base_url=first.url, headers={"Authorization": f"Bearer {first.key}"}) as c:
+        made = c.post("/api/contexts", json={**NOTE, "externalId": "kept", "workspace": "acme"})
+        assert made.status_code == 201
+    assert stop(first)[0] == 0
+    second = start("--db", str(db), "--workspace", "acme")
+    with httpx2.Client(base_url=second.url) as c:
+        for key in (first.key, second.key):  # the old key is stored too
+            got = c.get(
+                "/api/contexts/by-external/kept", headers={"Authorization": f"Bearer {key}"}
+            )
+            assert got.status_code == 200, got.text
+            assert got.json()["workspace"] == "acme"
+    assert any("tenant 1 'dev'" in line for line in second.banner)
+    assert stop(second)[0] == 0
+
+
+def test_a_database_that_is_not_ours_is_refused_untouched(tmp_path: Path) -> None:
+    alien = tmp_path / "notes.db"
+    alien.write_text("these are my notes, not a database\n")
+    result = subprocess.run(
+        [*_cli(), "serve", "--port", "0", "--db", str(alien)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"fake-contextq: cannot use the database {alien}")
+    assert "Traceback" not in result.stderr
+    assert alien.read_text() == "these are my notes, not a database\n"
+    bad = subprocess.run(
+        [*_cli(), "serve", "--port", "0", "--database-url", "nonsense://x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    assert bad.stderr.count("\n") == 1

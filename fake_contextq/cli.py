@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from fake_contextq import __version__, contract
 from fake_contextq.auth import normalise_scopes
@@ -43,6 +45,20 @@ def _parser() -> argparse.ArgumentParser:
         help="plan of the seeded tenant (free: 100 contexts)",
     )
     serve.add_argument("--tenant-name", default="dev", help="name of the seeded tenant")
+    where = serve.add_mutually_exclusive_group()
+    where.add_argument(
+        "--db",
+        metavar="PATH",
+        help=f"keep state in this SQLite file (default: {default_db_path()})",
+    )
+    where.add_argument(
+        "--memory",
+        action="store_true",
+        help="keep state in memory only: gone when the server stops",
+    )
+    where.add_argument(
+        "--database-url", metavar="URL", help="keep state in this SQLAlchemy database URL instead"
+    )
     serve.add_argument(
         "--workspace",
         action="append",
@@ -143,13 +159,48 @@ def serve_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def default_db_path() -> Path:
+    """Where ``serve`` keeps its state by default: the user's data directory."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "fake-contextq" / "fake-contextq.db"
+
+
+def _open(args: argparse.Namespace) -> tuple[FakeContextQ, str]:
+    """The fake and a phrase saying where its state lives, or SystemExit with one line."""
+    if args.memory:
+        return FakeContextQ(), "in memory"
+    url = args.database_url
+    where = url
+    if url is None:
+        path = Path(args.db) if args.db else default_db_path()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SystemExit(f"fake-contextq: cannot create {path.parent}: {exc}") from None
+        url, where = f"sqlite:///{path}", str(path)
+    try:
+        return FakeContextQ(database_url=url), f"state in {where}"
+    except Exception as exc:  # one clear line for a bad URL, file or schema, no traceback
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SystemExit(f"fake-contextq: cannot use the database {where}: {detail}") from None
+
+
 def serve(args: argparse.Namespace) -> int:
-    fake = FakeContextQ()
+    try:
+        fake, where = _open(args)
+    except SystemExit as exc:
+        print(exc.code, file=sys.stderr)
+        return 1
     try:
         extra_scopes = [normalise_scopes(spec) for spec in args.key]
-        tenant = fake.create_tenant(args.tenant_name, args.plan)
+        existing = [t for t in fake.tenants() if t.name == args.tenant_name]
+        tenant = existing[0] if existing else fake.create_tenant(args.tenant_name, args.plan)
+        if tenant.plan != args.plan:
+            tenant = fake.set_plan(tenant, args.plan)
+        known = {w.slug for w in fake.workspaces(tenant)}
         for slug in args.workspace:
-            fake.create_workspace(tenant, slug)
+            if slug not in known:
+                fake.create_workspace(tenant, slug)
     except ApiError as exc:
         print(
             f"fake-contextq: {exc.message} {exc.details.get('issues', '')}".rstrip(),
@@ -171,7 +222,7 @@ def serve(args: argparse.Namespace) -> int:
         return 1
     url = url_for(args.host, sock.getsockname()[1])
     lines = [
-        f"fake-contextq {__version__} listening on {url} (in memory; Ctrl-C stops it)",
+        f"fake-contextq {__version__} listening on {url} ({where}; Ctrl-C stops it)",
         f"tenant {tenant.id} {tenant.name!r} on the {tenant.plan} plan",
         f"CONTEXT_API_URL={url}",
         f"CONTEXT_API_KEY={admin_key}",

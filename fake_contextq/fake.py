@@ -42,16 +42,19 @@ class FakeContextQ:
         self,
         *,
         store: Store | None = None,
+        database_url: str | None = None,
         clock: Callable[[], datetime] | None = None,
         embeddings: bool = True,
         embed: Embedder | None = None,
         llm: bool | Summariser | None = None,
     ) -> None:
-        """``embeddings=False`` stores lessons with no vector (boot falls back to recency);
-        ``embed`` replaces the built-in 768-dimensional hashing embedder (a wrong dimension
-        is refused here); ``llm=True`` writes handoffs with a built-in deterministic
-        summariser, a callable writes them itself, and the default (no provider) answers
-        handoffs with 503, as a ContextQ without an LLM does."""
+        """State lives in memory unless ``database_url`` (a SQLAlchemy URL such as
+        ``sqlite:///path.db``) or a ready ``store`` says otherwise. ``embeddings=False``
+        stores lessons with no vector (boot falls back to recency); ``embed`` replaces the
+        built-in 768-dimensional hashing embedder (a wrong dimension is refused here);
+        ``llm=True`` writes handoffs with a built-in deterministic summariser, a callable
+        writes them itself, and the default (no provider) answers handoffs with 503, as a
+        ContextQ without an LLM does."""
         if not embeddings:
             embedder = None
         elif embed is not None:
@@ -67,6 +70,12 @@ class FakeContextQ:
             summariser = llm
         else:
             raise TypeError(f"llm must be True, None or a callable, got {llm!r}")
+        if database_url is not None:
+            if store is not None:
+                raise TypeError("give store= or database_url=, not both")
+            from fake_contextq.sqlstore import SqlStore
+
+            store = SqlStore(database_url)
         self.backend = ContextQBackend(store, clock, embed=embedder, llm=summariser)
         self.journal = Journal()
         self.faults = Faults()
