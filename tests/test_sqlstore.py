@@ -5,6 +5,8 @@ and writers in two processes serialised on one file."""
 from __future__ import annotations
 
 import multiprocessing
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,10 +20,46 @@ from fake_contextq import schema as s
 from fake_contextq.sqlstore import SchemaVersionError, SqlStore
 from tests.conftest import ALL_SCOPES, context_body
 
+POSTGRES_URL = os.environ.get(
+    "CONTEXTQ_TEST_DATABASE_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+# .ci/run sets this, so a Postgres that does not answer fails CI instead of skipping.
+REQUIRE_POSTGRES = os.environ.get("CONTEXTQ_REQUIRE_POSTGRES") == "1"
 
-@pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'fake.db'}"
+
+def _postgres_schema() -> Iterator[str]:
+    """A URL on a fresh Postgres schema of its own (parallel workers never meet)."""
+    try:
+        engine = sa.create_engine(POSTGRES_URL)
+        with engine.connect() as conn:
+            conn.execute(sa.text("select 1"))
+    except Exception as exc:  # driver missing or server down
+        message = (
+            f"no Postgres at {POSTGRES_URL} ({type(exc).__name__}); set "
+            "CONTEXTQ_TEST_DATABASE_URL to run the Postgres leg"
+        )
+        if REQUIRE_POSTGRES:
+            pytest.fail(message)
+        pytest.skip(message)
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    with engine.begin() as conn:
+        conn.execute(sa.text(f'create schema "{name}"'))
+    url = sa.make_url(POSTGRES_URL).update_query_dict({"options": f"-csearch_path={name}"})
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f'drop schema "{name}" cascade'))
+        engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Each test runs on a SQLite file and on Postgres (the dev stack's database)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'fake.db'}"
+    else:
+        yield from _postgres_schema()
 
 
 @pytest.fixture
