@@ -10,7 +10,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -107,9 +107,27 @@ class _Options:
             delay,
         )
 
-
-def _why(response: httpx2.Response | None, exc: Exception | None) -> str:
-    return f"status {response.status_code}" if response is not None else type(exc).__name__
+    def exchange(
+        self, call: _api.Call[T]
+    ) -> Generator[float, httpx2.Response | httpx2.RequestError, T]:
+        """One call's attempts, free of I/O: yields the seconds to wait before each
+        request (0 for the first), is sent each attempt's answer or transport error, and
+        returns the parsed result or raises the typed error. Both clients drive it."""
+        attempt = 0
+        outcome = yield 0.0
+        while True:
+            response = outcome if isinstance(outcome, httpx2.Response) else None
+            if _api.may_retry(call, attempt, self.max_retries, response):
+                delay = _api.retry_delay(attempt, response, self.retry_backoff, self.rng)
+                why = f"status {response.status_code}" if response else type(outcome).__name__
+                self.log_retry(call, attempt, why, delay)
+                attempt += 1
+                outcome = yield delay
+                continue
+            if response is None:
+                assert isinstance(outcome, httpx2.RequestError)
+                raise _api.transport_error(call, outcome) from None
+            return _api.finish(call, response)
 
 
 class ContextQClient:
@@ -146,28 +164,23 @@ class ContextQClient:
         return self._opts.base_url
 
     def _send(self, call: _api.Call[T]) -> T:
-        attempt = 0
+        plan = self._opts.exchange(call)
+        delay = next(plan)
         while True:
-            response: httpx2.Response | None = None
-            error: httpx2.RequestError | None = None
+            if delay:
+                time.sleep(delay)
+            outcome: httpx2.Response | httpx2.RequestError
             try:
-                response = self._http.request(
+                outcome = self._http.request(
                     call.method, self._opts.url(call.path), **self._opts.request_kwargs(call)
                 )
             except httpx2.RequestError as exc:  # transport failures and undecodable bodies
-                error = exc
-            if _api.may_retry(call, attempt, self._opts.max_retries, response):
-                delay = _api.retry_delay(
-                    attempt, response, self._opts.retry_backoff, self._opts.rng
-                )
-                self._opts.log_retry(call, attempt, _why(response, error), delay)
-                time.sleep(delay)
-                attempt += 1
-                continue
-            if error is not None:
-                raise _api.transport_error(call, error) from None
-            assert response is not None
-            return _api.finish(call, response)
+                outcome = exc
+            try:
+                delay = plan.send(outcome)
+            except StopIteration as done:
+                result: T = done.value
+                return result
 
     # ----- contexts -----
 
@@ -399,28 +412,23 @@ class AsyncContextQClient:
         return self._opts.base_url
 
     async def _send(self, call: _api.Call[T]) -> T:
-        attempt = 0
+        plan = self._opts.exchange(call)
+        delay = next(plan)
         while True:
-            response: httpx2.Response | None = None
-            error: httpx2.RequestError | None = None
+            if delay:
+                await asyncio.sleep(delay)
+            outcome: httpx2.Response | httpx2.RequestError
             try:
-                response = await self._http.request(
+                outcome = await self._http.request(
                     call.method, self._opts.url(call.path), **self._opts.request_kwargs(call)
                 )
             except httpx2.RequestError as exc:  # transport failures and undecodable bodies
-                error = exc
-            if _api.may_retry(call, attempt, self._opts.max_retries, response):
-                delay = _api.retry_delay(
-                    attempt, response, self._opts.retry_backoff, self._opts.rng
-                )
-                self._opts.log_retry(call, attempt, _why(response, error), delay)
-                await asyncio.sleep(delay)
-                attempt += 1
-                continue
-            if error is not None:
-                raise _api.transport_error(call, error) from None
-            assert response is not None
-            return _api.finish(call, response)
+                outcome = exc
+            try:
+                delay = plan.send(outcome)
+            except StopIteration as done:
+                result: T = done.value
+                return result
 
     async def create_context(
         self,
