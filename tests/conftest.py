@@ -1,4 +1,8 @@
-"""Fixtures for the fake's own tests: a fresh fake, tenants, keys and clients."""
+"""Fixtures for the fake's own tests: a fresh fake, tenants, keys and clients.
+
+The modules of the fake's HTTP suite run three times, on the memory store, on SQLite and on
+Postgres: one contract, three stores. Elsewhere ``fake`` is the memory store.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +13,62 @@ import httpx2
 import pytest
 
 from fake_contextq import FakeContextQ, Tenant
+from tests.stores import STORE_KINDS, StorePool, fresh_store
 
 ALL_SCOPES = ("read", "write", "admin")
 
+#: The fake's HTTP suite: every test in these modules runs on each of ``STORE_KINDS``.
+HTTP_SUITE = frozenset(
+    {
+        "test_auth",
+        "test_contexts",
+        "test_quota",
+        "test_workspaces",
+        "test_search",
+        "test_isolation",
+        "test_audit",
+        "test_agent_layer",
+    }
+)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    module = metafunc.module.__name__.rpartition(".")[2]
+    if module in HTTP_SUITE and "store_kind" in metafunc.fixturenames:
+        metafunc.parametrize("store_kind", STORE_KINDS, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def store_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StorePool]:
+    pool = StorePool(tmp_path_factory.mktemp("stores"))
+    yield pool
+    pool.close()
+
 
 @pytest.fixture
-def fake() -> Iterator[FakeContextQ]:
-    with FakeContextQ() as instance:
-        yield instance
+def store_kind(request: pytest.FixtureRequest) -> str:
+    kind: str = getattr(request, "param", "memory")
+    return kind
+
+
+@pytest.fixture
+def make_fake(store_kind: str, store_pool: StorePool) -> Iterator[Callable[..., FakeContextQ]]:
+    """Build a fake on this leg's store; each call empties a SQL store first."""
+    made: list[FakeContextQ] = []
+
+    def make(**options: Any) -> FakeContextQ:
+        instance = FakeContextQ(store=fresh_store(store_pool, store_kind), **options)
+        made.append(instance)
+        return instance
+
+    yield make
+    for instance in made:
+        instance.close()
+
+
+@pytest.fixture
+def fake(make_fake: Callable[..., FakeContextQ]) -> FakeContextQ:
+    return make_fake()
 
 
 @pytest.fixture

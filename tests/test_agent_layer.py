@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -113,9 +113,8 @@ def pack_cost(pack: dict[str, Any]) -> int:
 
 
 @pytest.fixture
-def llm_fake() -> Iterator[FakeContextQ]:
-    with FakeContextQ(llm=True) as instance:
-        yield instance
+def llm_fake(make_fake: Callable[..., FakeContextQ]) -> FakeContextQ:
+    return make_fake(llm=True)
 
 
 # ----- scopes and authentication --------------------------------------------------------------
@@ -846,22 +845,24 @@ def test_boot_recalls_at_most_the_contract_number_of_lessons(client: httpx2.Clie
     assert len(pack["lessons"]) == contract.BOOT_LESSONS
 
 
-def test_without_embeddings_lessons_have_no_vector_and_boot_is_newest_first() -> None:
-    with FakeContextQ(embeddings=False) as fake:
-        tenant = fake.create_tenant()
-        with fake.client(fake.mint_key(tenant, ALL_SCOPES)) as c:
-            db = lesson(c, DB_LESSON)
-            css = lesson(c, CSS_LESSON)
-            third = lesson(c, "Keep the changelog current.")
-            assert not db["embedded"] and not css["embedded"] and not third["embedded"]
-            pack = boot(c, "migrate the schema")
-            assert [x["id"] for x in pack["lessons"]] == [third["id"], css["id"], db["id"]]
-            assert all("score" not in x for x in pack["lessons"])
-        rows = fake.lessons(tenant)
-        assert len(rows) == 3 and all(row.embedding is None for row in rows)
+def test_without_embeddings_lessons_have_no_vector_and_boot_is_newest_first(
+    make_fake: Callable[..., FakeContextQ],
+) -> None:
+    fake = make_fake(embeddings=False)
+    tenant = fake.create_tenant()
+    with fake.client(fake.mint_key(tenant, ALL_SCOPES)) as c:
+        db = lesson(c, DB_LESSON)
+        css = lesson(c, CSS_LESSON)
+        third = lesson(c, "Keep the changelog current.")
+        assert not db["embedded"] and not css["embedded"] and not third["embedded"]
+        pack = boot(c, "migrate the schema")
+        assert [x["id"] for x in pack["lessons"]] == [third["id"], css["id"], db["id"]]
+        assert all("score" not in x for x in pack["lessons"])
+    rows = fake.lessons(tenant)
+    assert len(rows) == 3 and all(row.embedding is None for row in rows)
 
 
-def test_a_custom_embedder_is_used() -> None:
+def test_a_custom_embedder_is_used(make_fake: Callable[..., FakeContextQ]) -> None:
     seen: list[str] = []
 
     def embed(text: str) -> list[float]:
@@ -870,21 +871,21 @@ def test_a_custom_embedder_is_used() -> None:
         vector[0 if "alpha" in text.lower() else 1] = 3.0  # not unit length on purpose
         return vector
 
-    with FakeContextQ(embed=embed) as fake:
-        tenant = fake.create_tenant()
-        with fake.client(fake.mint_key(tenant, ALL_SCOPES)) as c:
-            beta1 = lesson(c, "beta one")
-            alpha = lesson(c, "the alpha lesson")
-            beta2 = lesson(c, "beta two")  # newest
-            pack = boot(c, "ALPHA please")
-        assert pack["lessons"][0]["id"] == alpha["id"]
-        assert pack["lessons"][0]["score"] == pytest.approx(1.0)
-        assert {x["id"] for x in pack["lessons"][1:]} == {beta1["id"], beta2["id"]}
-        assert all(x["score"] == pytest.approx(0.0) for x in pack["lessons"][1:])
-        assert {"beta one", "the alpha lesson", "beta two", "ALPHA please"} <= set(seen)
-        by_text = {row.text: row.embedding for row in fake.lessons(tenant)}
-        unit0 = tuple(1.0 if i == 0 else 0.0 for i in range(DIM))
-        assert by_text["the alpha lesson"] == unit0  # stored normalised
+    fake = make_fake(embed=embed)
+    tenant = fake.create_tenant()
+    with fake.client(fake.mint_key(tenant, ALL_SCOPES)) as c:
+        beta1 = lesson(c, "beta one")
+        alpha = lesson(c, "the alpha lesson")
+        beta2 = lesson(c, "beta two")  # newest
+        pack = boot(c, "ALPHA please")
+    assert pack["lessons"][0]["id"] == alpha["id"]
+    assert pack["lessons"][0]["score"] == pytest.approx(1.0)
+    assert {x["id"] for x in pack["lessons"][1:]} == {beta1["id"], beta2["id"]}
+    assert all(x["score"] == pytest.approx(0.0) for x in pack["lessons"][1:])
+    assert {"beta one", "the alpha lesson", "beta two", "ALPHA please"} <= set(seen)
+    by_text = {row.text: row.embedding for row in fake.lessons(tenant)}
+    unit0 = tuple(1.0 if i == 0 else 0.0 for i in range(DIM))
+    assert by_text["the alpha lesson"] == unit0  # stored normalised
 
 
 @pytest.mark.parametrize("dimensions", [0, 384, DIM - 1, DIM + 1, 1536])
@@ -896,16 +897,18 @@ def test_an_embedder_of_the_wrong_dimension_is_refused_at_construction(dimension
         FakeContextQ(embed=embed)
 
 
-def test_vectors_are_unit_length_768_floats_and_deterministic() -> None:
+def test_vectors_are_unit_length_768_floats_and_deterministic(
+    make_fake: Callable[..., FakeContextQ],
+) -> None:
     texts = [DB_LESSON, CSS_LESSON, "Short.", "Ünïcödé lessons — with punctuation!"]
     vectors: list[dict[str, tuple[float, ...] | None]] = []
     for _ in range(2):
-        with FakeContextQ() as fake:
-            tenant = fake.create_tenant()
-            with fake.client(fake.mint_key(tenant, ALL_SCOPES)) as c:
-                for text in texts:
-                    lesson(c, text)
-            vectors.append({row.text: row.embedding for row in fake.lessons(tenant)})
+        fake = make_fake()
+        tenant = fake.create_tenant()
+        with fake.client(fake.mint_key(tenant, ALL_SCOPES)) as c:
+            for text in texts:
+                lesson(c, text)
+        vectors.append({row.text: row.embedding for row in fake.lessons(tenant)})
     first, second = vectors
     assert first == second
     for text in texts:
@@ -968,7 +971,9 @@ def test_lesson_body_validation(
     assert fake.lessons(tenant) == [] and fake.audit_log() == []
 
 
-def test_an_embedder_failure_keeps_the_lesson_without_a_vector() -> None:
+def test_an_embedder_failure_keeps_the_lesson_without_a_vector(
+    make_fake: Callable[..., FakeContextQ],
+) -> None:
     """Stored first, embedded after: a failing embedder leaves an unembedded, audited lesson."""
 
     def embed(text: str) -> list[float]:
@@ -976,15 +981,15 @@ def test_an_embedder_failure_keeps_the_lesson_without_a_vector() -> None:
             raise RuntimeError("embedding provider down")
         return [1.0] * DIM
 
-    with FakeContextQ(embed=embed) as fake:
-        tenant = fake.create_tenant()
-        with fake.client(fake.mint_key(tenant, ALL_SCOPES)) as c:
-            response = c.post("/api/agent/lessons", json={"text": "boom: the model is down"})
-            assert response.status_code == 201
-            assert response.json()["embedded"] is False
-        assert actions(fake).count(A.LESSON_ADD) == 1
-        [stored] = fake.lessons(tenant)
-        assert stored.embedding is None
+    fake = make_fake(embed=embed)
+    tenant = fake.create_tenant()
+    with fake.client(fake.mint_key(tenant, ALL_SCOPES)) as c:
+        response = c.post("/api/agent/lessons", json={"text": "boom: the model is down"})
+        assert response.status_code == 201
+        assert response.json()["embedded"] is False
+    assert actions(fake).count(A.LESSON_ADD) == 1
+    [stored] = fake.lessons(tenant)
+    assert stored.embedding is None
 
 
 # ----- boot ------------------------------------------------------------------------------------
@@ -1191,32 +1196,34 @@ def test_handoff_with_the_builtin_llm(llm_fake: FakeContextQ) -> None:
         assert boot(c, "export", workspace="ws")["handoff"] == by_ws
 
 
-def test_handoff_with_a_callable_llm_gets_the_material() -> None:
+def test_handoff_with_a_callable_llm_gets_the_material(
+    make_fake: Callable[..., FakeContextQ],
+) -> None:
     received: list[HandoffMaterial] = []
 
     def llm(material: HandoffMaterial) -> str:
         received.append(material)
         return f"HANDOFF for {material.workspace}: {len(material.tasks)} task(s)"
 
-    with FakeContextQ(llm=llm) as fake:
-        tenant = fake.create_tenant()
-        fake.create_workspace(tenant, "ws")
-        fake.create_workspace(tenant, "elsewhere")
-        with fake.client(fake.mint_key(tenant, ALL_SCOPES)) as c:
-            sid = start(c, workspace="ws", metadata={"run": 1})["id"]
-            ok(checkpoint(c, sid, 1), 201)
-            ok(checkpoint(c, sid, 2, summary="latest"), 201)
-            t1 = ok(upsert(c, sid, "a", title="A"), 201)
-            ok(upsert(c, sid, "b", title="B", parent_key="a"), 201)
-            ok(tick(c, t1["id"], "proof"))
-            in_ws = lesson(c, "workspace lesson", workspace="ws")
-            in_session = lesson(c, "session lesson", session_id=sid)
-            lesson(c, "unrelated lesson", workspace="elsewhere")
-            lesson(c, "floating lesson")
-            ok(c.post(f"/api/agent/sessions/{sid}/end", json={"status": "failed", "summary": "x"}))
-            written = ok(c.post("/api/agent/handoff", json={"session_id": sid}), 201)
-            assert written["content"] == "HANDOFF for ws: 2 task(s)"
-            assert boot(c, "go", workspace="ws")["handoff"] == written
+    fake = make_fake(llm=llm)
+    tenant = fake.create_tenant()
+    fake.create_workspace(tenant, "ws")
+    fake.create_workspace(tenant, "elsewhere")
+    with fake.client(fake.mint_key(tenant, ALL_SCOPES)) as c:
+        sid = start(c, workspace="ws", metadata={"run": 1})["id"]
+        ok(checkpoint(c, sid, 1), 201)
+        ok(checkpoint(c, sid, 2, summary="latest"), 201)
+        t1 = ok(upsert(c, sid, "a", title="A"), 201)
+        ok(upsert(c, sid, "b", title="B", parent_key="a"), 201)
+        ok(tick(c, t1["id"], "proof"))
+        in_ws = lesson(c, "workspace lesson", workspace="ws")
+        in_session = lesson(c, "session lesson", session_id=sid)
+        lesson(c, "unrelated lesson", workspace="elsewhere")
+        lesson(c, "floating lesson")
+        ok(c.post(f"/api/agent/sessions/{sid}/end", json={"status": "failed", "summary": "x"}))
+        written = ok(c.post("/api/agent/handoff", json={"session_id": sid}), 201)
+        assert written["content"] == "HANDOFF for ws: 2 task(s)"
+        assert boot(c, "go", workspace="ws")["handoff"] == written
     (material,) = received
     assert material.workspace == "ws"
     assert material.session is not None and material.session.id == sid
@@ -1231,14 +1238,16 @@ def test_handoff_with_a_callable_llm_gets_the_material() -> None:
 
 
 @pytest.mark.parametrize("reply", ["", "   ", None, 42])
-def test_an_llm_with_no_text_is_503_and_stores_nothing(reply: Any) -> None:
-    with FakeContextQ(llm=lambda _: reply) as fake:
-        tenant = fake.create_tenant()
-        fake.create_workspace(tenant, "ws")
-        with fake.client(fake.mint_key(tenant, ALL_SCOPES)) as c:
-            error(c.post("/api/agent/handoff", json={"workspace": "ws"}), 503, "llm_unavailable")
-            assert boot(c, "x", workspace="ws")["handoff"] is None
-        assert fake.audit_log() == []
+def test_an_llm_with_no_text_is_503_and_stores_nothing(
+    make_fake: Callable[..., FakeContextQ], reply: Any
+) -> None:
+    fake = make_fake(llm=lambda _: reply)
+    tenant = fake.create_tenant()
+    fake.create_workspace(tenant, "ws")
+    with fake.client(fake.mint_key(tenant, ALL_SCOPES)) as c:
+        error(c.post("/api/agent/handoff", json={"workspace": "ws"}), 503, "llm_unavailable")
+        assert boot(c, "x", workspace="ws")["handoff"] is None
+    assert fake.audit_log() == []
 
 
 def test_handoff_for_another_tenants_session_is_404(
@@ -1746,15 +1755,15 @@ def test_an_upsert_without_a_status_keeps_the_status(client: httpx2.Client) -> N
     assert (again["status"], again["evidence"], again["title"]) == ("verified", "done", "A renamed")
 
 
-def test_a_failing_llm_is_a_503_and_writes_nothing() -> None:
+def test_a_failing_llm_is_a_503_and_writes_nothing(make_fake: Callable[..., FakeContextQ]) -> None:
     def llm(material: object) -> str:
         raise RuntimeError("provider down")
 
-    with FakeContextQ(llm=llm) as fake:
-        tenant = fake.create_tenant()
-        fake.create_workspace(tenant, "ws")
-        with fake.client(fake.mint_key(tenant, ALL_SCOPES)) as c:
-            response = c.post("/api/agent/handoff", json={"workspace": "ws"})
-        assert response.status_code == 503
-        assert "RuntimeError" in response.json()["message"]
-        assert fake.audit_log() == []
+    fake = make_fake(llm=llm)
+    tenant = fake.create_tenant()
+    fake.create_workspace(tenant, "ws")
+    with fake.client(fake.mint_key(tenant, ALL_SCOPES)) as c:
+        response = c.post("/api/agent/handoff", json={"workspace": "ws"})
+    assert response.status_code == 503
+    assert "RuntimeError" in response.json()["message"]
+    assert fake.audit_log() == []

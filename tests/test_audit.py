@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from itertools import pairwise
 
 import httpx2
@@ -10,6 +9,7 @@ import pytest
 
 from fake_contextq import AuditChainError, FakeContextQ, Tenant, contract
 from tests.conftest import context_body
+from tests.stores import delete_audit, tamper_audit
 
 
 def test_writes_append_chained_rows_and_reads_do_not(
@@ -75,28 +75,30 @@ def test_the_hash_follows_the_contract_formula(client: httpx2.Client, fake: Fake
     ("field", "value", "reason"),
     [
         ("action", "context.delete", "does not match its contents"),
-        ("tenant_id", 99, "does not match its contents"),
+        ("tenant_id", "other tenant", "does not match its contents"),
         ("prev_hash", "0" * 64, "does not match the hash of row"),
     ],
 )
 def test_verify_catches_a_tampered_row(
     client: httpx2.Client, fake: FakeContextQ, field: str, value: object, reason: str
 ) -> None:
+    if value == "other tenant":  # a real tenant, so a SQL store's foreign key holds
+        value = fake.create_tenant("globex").id
     for _ in range(4):
         client.post("/api/contexts", json=context_body())
-    rows = fake.store._audit  # type: ignore[attr-defined]  # white-box: tamper with storage
-    rows[2] = replace(rows[2], **{field: value})
+    victim = fake.audit_log()[2]
+    tamper_audit(fake.store, victim.id, **{field: value})
     with pytest.raises(AuditChainError, match=reason) as caught:
         fake.verify_audit_chain()
-    assert caught.value.row_id == rows[2].id
+    assert caught.value.row_id == victim.id
 
 
 def test_verify_catches_a_removed_row(client: httpx2.Client, fake: FakeContextQ) -> None:
     for _ in range(3):
         client.post("/api/contexts", json=context_body())
-    rows = fake.store._audit  # type: ignore[attr-defined]
-    del rows[1]
-    with pytest.raises(AuditChainError, match=f"audit row {rows[1].id}: prev_hash"):
+    removed, after = fake.audit_log()[1:3]
+    delete_audit(fake.store, removed.id)
+    with pytest.raises(AuditChainError, match=f"audit row {after.id}: prev_hash"):
         fake.verify_audit_chain()
 
 
