@@ -165,12 +165,23 @@ def default_db_path() -> Path:
     return Path(base) / "fake-contextq" / "fake-contextq.db"
 
 
+def _redacted(url: str) -> str:
+    """The URL as it may be printed: no password (and nothing at all if it cannot be parsed,
+    since a malformed URL may still hold one)."""
+    import sqlalchemy as sa
+
+    try:
+        return sa.make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "given by --database-url"
+
+
 def _open(args: argparse.Namespace) -> tuple[FakeContextQ, str]:
     """The fake and a phrase saying where its state lives, or SystemExit with one line."""
     if args.memory:
         return FakeContextQ(), "in memory"
     url = args.database_url
-    where = url
+    where = _redacted(url) if url is not None else ""
     if url is None:
         path = Path(args.db) if args.db else default_db_path()
         try:

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 #: The one version this module creates and understands; bump it with every change.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: The length of an embedding vector (``agent_lessons.embedding``).
 EMBEDDING_DIMENSIONS = 768
@@ -100,62 +100,71 @@ schema_version = sa.Table(
     sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
 )
 
-#: The last id handed out per kind ("tenant", "context", "activity_log", ...).
-id_counters = sa.Table(
-    "id_counters",
-    metadata,
-    sa.Column("kind", sa.String(64), primary_key=True),
-    sa.Column("value", sa.BigInteger, nullable=False),
-)
+
+def _id() -> sa.Column[int]:
+    """An id the database hands out, so a row inserted by plain SQL (as the live fixtures
+    provision tenants, users and keys) never collides with one the fake writes: an
+    identity column on PostgreSQL, ``INTEGER PRIMARY KEY AUTOINCREMENT`` on SQLite. Ids
+    are never reused, even after a delete or a restart."""
+    return sa.Column(
+        "id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), sa.Identity(), primary_key=True
+    )
+
 
 tenants = sa.Table(
     "tenants",
     metadata,
-    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    _id(),
     sa.Column("name", SafeText, nullable=False),
-    sa.Column("plan", sa.String(32), nullable=False),
+    sa.Column("plan", sa.String(32), nullable=False, server_default="free"),
     sa.Column("created_at", Timestamp, nullable=False),
+    # Bumped by every context write or delete of the tenant: the search cache's check.
+    sa.Column("contexts_revision", sa.BigInteger, nullable=False, server_default="0"),
+    sqlite_autoincrement=True,
 )
 
 # Part of the schema the seeds use; the model has no users yet.
 users = sa.Table(
     "users",
     metadata,
-    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    _id(),
     sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
     sa.Column("email", sa.String(320), nullable=False, unique=True),
     sa.Column("created_at", Timestamp, nullable=False),
+    sqlite_autoincrement=True,
 )
 
 api_keys = sa.Table(
     "api_keys",
     metadata,
-    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    _id(),
     sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
     sa.Column("key_hash", sa.String(128), nullable=False, unique=True),
     sa.Column("prefix", sa.String(64), nullable=False),
     sa.Column("scopes", _json(), nullable=False),
-    sa.Column("revoked", sa.Boolean, nullable=False, default=False),
+    sa.Column("revoked", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Index("ix_api_keys_tenant", "tenant_id"),
+    sqlite_autoincrement=True,
 )
 
 workspaces = sa.Table(
     "workspaces",
     metadata,
-    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    _id(),
     sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
     sa.Column("slug", sa.String(128), nullable=False),
     sa.Column("name", SafeText, nullable=False),
     sa.Column("archived", sa.Boolean, nullable=False, default=False),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.UniqueConstraint("tenant_id", "slug", name="uq_workspaces_tenant_slug"),
+    sqlite_autoincrement=True,
 )
 
 contexts = sa.Table(
     "contexts",
     metadata,
-    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    _id(),
     sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
     sa.Column("workspace_id", sa.BigInteger, sa.ForeignKey("workspaces.id"), nullable=True),
     sa.Column("workspace_slug", sa.String(128), nullable=True),
@@ -167,15 +176,19 @@ contexts = sa.Table(
     sa.Column("metadata", _json(), nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
+    # The tenant's contexts_revision when this row was last written.
+    sa.Column("revision", sa.BigInteger, nullable=False, server_default="0"),
     sa.UniqueConstraint("tenant_id", "external_id", name="uq_contexts_tenant_external_id"),
     sa.Index("ix_contexts_tenant_id", "tenant_id", "id"),
     sa.Index("ix_contexts_workspace", "tenant_id", "workspace_id"),
+    sa.Index("ix_contexts_revision", "tenant_id", "revision"),
+    sqlite_autoincrement=True,
 )
 
 agent_sessions = sa.Table(
     "agent_sessions",
     metadata,
-    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    _id(),
     sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
     sa.Column("workspace_id", sa.BigInteger, nullable=True),
     sa.Column("workspace_slug", sa.String(128), nullable=True),
@@ -188,12 +201,13 @@ agent_sessions = sa.Table(
     sa.Column("started_at", Timestamp, nullable=False),
     sa.Column("ended_at", Timestamp, nullable=True),
     sa.Index("ix_agent_sessions_tenant", "tenant_id", "workspace_id", "id"),
+    sqlite_autoincrement=True,
 )
 
 agent_checkpoints = sa.Table(
     "agent_checkpoints",
     metadata,
-    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    _id(),
     sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
     sa.Column("session_id", sa.BigInteger, sa.ForeignKey("agent_sessions.id"), nullable=False),
     sa.Column("seq", sa.Integer, nullable=False),
@@ -201,12 +215,13 @@ agent_checkpoints = sa.Table(
     sa.Column("summary", SafeText, nullable=True),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.UniqueConstraint("session_id", "seq", name="uq_agent_checkpoints_session_seq"),
+    sqlite_autoincrement=True,
 )
 
 agent_tasks = sa.Table(
     "agent_tasks",
     metadata,
-    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    _id(),
     sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
     sa.Column("session_id", sa.BigInteger, sa.ForeignKey("agent_sessions.id"), nullable=False),
     sa.Column("key", SafeText, nullable=False),
@@ -217,12 +232,13 @@ agent_tasks = sa.Table(
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
     sa.UniqueConstraint("session_id", "key", name="uq_agent_tasks_session_key"),
+    sqlite_autoincrement=True,
 )
 
 agent_lessons = sa.Table(
     "agent_lessons",
     metadata,
-    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    _id(),
     sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
     sa.Column("workspace_id", sa.BigInteger, nullable=True),
     sa.Column("workspace_slug", sa.String(128), nullable=True),
@@ -233,12 +249,13 @@ agent_lessons = sa.Table(
     sa.Column("embedding", _json(), nullable=True),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Index("ix_agent_lessons_tenant", "tenant_id", "id"),
+    sqlite_autoincrement=True,
 )
 
 agent_handoffs = sa.Table(
     "agent_handoffs",
     metadata,
-    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    _id(),
     sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
     sa.Column("workspace_id", sa.BigInteger, nullable=False),
     sa.Column("workspace_slug", sa.String(128), nullable=False),
@@ -246,13 +263,14 @@ agent_handoffs = sa.Table(
     sa.Column("content", SafeText, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Index("ix_agent_handoffs_tenant", "tenant_id", "workspace_id", "id"),
+    sqlite_autoincrement=True,
 )
 
 #: The global audit hash chain, in id order.
 activity_logs = sa.Table(
     "activity_logs",
     metadata,
-    sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+    _id(),
     sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
     sa.Column("actor_key_prefix", sa.String(64), nullable=True),
     sa.Column("action", sa.String(64), nullable=False),
@@ -261,9 +279,25 @@ activity_logs = sa.Table(
     sa.Column("at", sa.String(40), nullable=False),  # the exact hashed string
     sa.Column("prev_hash", sa.String(128), nullable=True),
     sa.Column("hash", sa.String(128), nullable=False),
+    sqlite_autoincrement=True,
 )
 
 #: The tables ``reset()`` empties (everything but ``schema_version``), children first.
 DATA_TABLES: tuple[sa.Table, ...] = tuple(
     t for t in reversed(metadata.sorted_tables) if t is not schema_version
 )
+
+#: The table whose identity hands out each kind of id (``SqlStore.next_id(kind)``).
+ID_TABLES: dict[str, sa.Table] = {
+    "tenant": tenants,
+    "user": users,
+    "api_key": api_keys,
+    "workspace": workspaces,
+    "context": contexts,
+    "agent_session": agent_sessions,
+    "agent_checkpoint": agent_checkpoints,
+    "agent_task": agent_tasks,
+    "agent_lesson": agent_lessons,
+    "agent_handoff": agent_handoffs,
+    "activity_log": activity_logs,
+}

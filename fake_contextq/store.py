@@ -7,7 +7,7 @@ The model decides every rule and calls the store only to read and write rows ins
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from itertools import islice
 from typing import Protocol
@@ -29,9 +29,11 @@ from fake_contextq.search import SearchIndex
 
 
 class Store(Protocol):
-    """The storage the model needs; every call happens inside ``transaction()``."""
+    """The storage the model needs; every call happens inside ``transaction()`` or, for a
+    lone read that needs no lock, ``read()``."""
 
     def transaction(self) -> AbstractContextManager[object]: ...
+    def read(self) -> AbstractContextManager[object]: ...
     def next_id(self, kind: str) -> int: ...
     def reset(self) -> None: ...
 
@@ -83,6 +85,26 @@ class Store(Protocol):
     def latest_handoff(self, tenant_id: int, workspace_id: int | None) -> Handoff | None: ...
 
 
+def list_page(
+    contexts: Mapping[int, Context], query: ListQuery, workspace_id: int | None
+) -> tuple[list[Context], int]:
+    """One page of a tenant's contexts (``contexts`` in id order) and the matching total."""
+    if query.workspace is None and query.tag is None and query.type is None:
+        total = len(contexts)
+        if query.offset >= total:
+            return [], total
+        page = islice(contexts.values(), query.offset, query.offset + query.limit)
+        return list(page), total
+    matches = [
+        c
+        for c in contexts.values()
+        if (query.workspace is None or c.workspace_id == workspace_id)
+        and (query.tag is None or query.tag in c.tags)
+        and (query.type is None or c.type == query.type)
+    ]
+    return matches[query.offset : query.offset + query.limit], len(matches)
+
+
 class _TenantRows:
     __slots__ = (
         "by_external",
@@ -114,6 +136,9 @@ class MemoryStore:
         self.reset()
 
     def transaction(self) -> AbstractContextManager[object]:
+        return self._lock
+
+    def read(self) -> AbstractContextManager[object]:
         return self._lock
 
     def reset(self) -> None:
@@ -213,21 +238,7 @@ class MemoryStore:
     def list_contexts(
         self, tenant_id: int, query: ListQuery, workspace_id: int | None
     ) -> tuple[list[Context], int]:
-        contexts = self._rows[tenant_id].contexts
-        if query.workspace is None and query.tag is None and query.type is None:
-            total = len(contexts)
-            if query.offset >= total:
-                return [], total
-            page = islice(contexts.values(), query.offset, query.offset + query.limit)
-            return list(page), total
-        matches = [
-            c
-            for c in contexts.values()
-            if (query.workspace is None or c.workspace_id == workspace_id)
-            and (query.tag is None or query.tag in c.tags)
-            and (query.type is None or c.type == query.type)
-        ]
-        return matches[query.offset : query.offset + query.limit], len(matches)
+        return list_page(self._rows[tenant_id].contexts, query, workspace_id)
 
     def search(
         self,

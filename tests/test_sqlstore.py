@@ -5,6 +5,7 @@ store through ``tests/conftest.py``."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,9 +15,9 @@ import httpx2
 import pytest
 import sqlalchemy as sa
 
-from fake_contextq import FakeContextQ, Tenant
+from fake_contextq import FakeContextQ, Tenant, contract
 from fake_contextq import schema as s
-from fake_contextq.sqlstore import SchemaVersionError, SqlStore
+from fake_contextq.sqlstore import SchemaVersionError, SqlStore, database_url
 from tests.conftest import ALL_SCOPES, context_body
 from tests.stores import postgres_schema
 
@@ -159,14 +160,28 @@ def test_an_in_memory_database_works_across_threads() -> None:
             assert ok(c.get("/api/contexts"))["total"] == 1
 
 
-def _race(url: str, key: str, attempts: int, start: Any, out: Any) -> None:
-    """One process: its own store and fake on the shared file; create after the barrier."""
+def _race(url: str, key: str, requests: list[tuple[str, Any]], start: Any, out: Any) -> None:
+    """One process: its own store and fake on the shared database; send after the barrier."""
     store = SqlStore(url)
     with FakeContextQ(store=store) as fake, fake.client(key) as c:
         start.wait(timeout=60)
-        for _ in range(attempts):
-            out.put(c.post("/api/contexts", json=context_body()).status_code)
+        for path, body in requests:
+            out.put(c.post(path, json=body).status_code)
     store.close()
+
+
+def _race_two(url: str, key: str, requests: list[tuple[str, Any]]) -> list[int]:
+    """Run ``requests`` in two processes at once; every status, sorted."""
+    ctx = multiprocessing.get_context("spawn")
+    start, out = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_race, args=(url, key, requests, start, out)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    statuses = sorted(out.get(timeout=120) for _ in range(2 * len(requests)))
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    return statuses
 
 
 @pytest.mark.parametrize(("existing", "attempts"), [(99, 1), (85, 10)])
@@ -180,16 +195,123 @@ def test_two_processes_racing_for_the_last_contexts(
     attempts: int,
 ) -> None:
     fill(client, existing)
-    ctx = multiprocessing.get_context("spawn")
-    start, out = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(db_url, key, attempts, start, out)) for _ in range(2)]
-    for p in procs:
-        p.start()
-    statuses = sorted(out.get(timeout=120) for _ in range(2 * attempts))
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
+    statuses = _race_two(db_url, key, [("/api/contexts", context_body())] * attempts)
     room = 100 - existing
     assert statuses == [201] * room + [402] * (2 * attempts - room)
     assert len(fake.contexts(tenant)) == 100
     assert fake.verify_audit_chain() == 1 + room  # one bulk row, then one per create
+
+
+def test_two_processes_racing_for_one_checkpoint_seq(
+    fake: FakeContextQ, key: str, client: httpx2.Client, db_url: str
+) -> None:
+    session = ok(client.post("/api/agent/sessions", json={}), 201)
+    path = f"/api/agent/sessions/{session['id']}/checkpoint"
+    ok(client.post(path, json={"seq": 1, "state": {"step": 1}}), 201)
+    statuses = _race_two(db_url, key, [(path, {"seq": 2, "state": {"step": 2}})])
+    assert statuses == [201, 409]  # exactly one wins; the other is told seq_conflict
+    resumed = ok(client.get(f"/api/agent/sessions/{session['id']}/resume"))
+    assert resumed["checkpoint"]["seq"] == 2
+
+
+def test_two_processes_writing_at_once_never_fork_the_audit_chain(
+    fake: FakeContextQ, key: str, db_url: str
+) -> None:
+    writes = [("/api/contexts", context_body()), ("/api/agent/lessons", {"text": "a lesson"})]
+    statuses = _race_two(db_url, key, writes * 10)
+    assert statuses == [201] * 40
+    rows = fake.audit_log()
+    assert fake.verify_audit_chain() == len(rows) == 40
+    # one chain, not two: every row names a different predecessor, and only the first none
+    assert len({row.prev_hash for row in rows}) == 40
+    assert [row.prev_hash for row in rows].count(None) == 1
+
+
+def _insert_tenant_and_key_by_plain_sql(url: str, plaintext: str) -> int:
+    """What the live fixtures do to a dev stack's database: INSERTs, ids left to it."""
+    engine = sa.create_engine(database_url(url))
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            now, as_json = "now()", "CAST(:scopes AS json)"
+        else:
+            now, as_json = "strftime('%Y-%m-%dT%H:%M:%f+00:00', 'now')", ":scopes"
+        tenant_id = int(
+            conn.execute(
+                sa.text(
+                    f"INSERT INTO tenants (name, created_at) VALUES ('sql', {now}) RETURNING id"
+                )
+            ).scalar_one()
+        )
+        conn.execute(
+            sa.text(
+                "INSERT INTO api_keys (tenant_id, key_hash, prefix, scopes, created_at) "
+                f"VALUES (:tenant, :hash, :prefix, {as_json}, {now})"
+            ),
+            {
+                "tenant": tenant_id,
+                "hash": contract.hash_key(plaintext),
+                "prefix": contract.key_display_prefix(plaintext),
+                "scopes": json.dumps(["read", "write", "admin"]),
+            },
+        )
+    engine.dispose()
+    return tenant_id
+
+
+def test_a_key_inserted_by_plain_sql_authenticates(fake: FakeContextQ, db_url: str) -> None:
+    first = fake.create_tenant("made by the fake")
+    plaintext = "sk_live_" + "ab12" * 10
+    tenant_id = _insert_tenant_and_key_by_plain_sql(db_url, plaintext)
+    assert tenant_id == first.id + 1  # the database's own ids: the sequence the fake uses
+    with fake.client(plaintext) as c:
+        made = ok(c.post("/api/contexts", json=context_body(externalId="via-sql")), 201)
+        assert ok(c.get("/api/contexts"))["total"] == 1
+        ok(c.post("/api/workspaces", json={"slug": "admin-scope"}), 201)
+    (sql_tenant,) = [t for t in fake.tenants() if t.id == tenant_id]
+    assert sql_tenant.plan == "free"  # the column's default, as a bare INSERT leaves it
+    assert [c.id for c in fake.contexts(sql_tenant)] == [made["id"]]
+    assert fake.create_tenant("after").id == tenant_id + 1  # no collision after SQL writes
+    assert fake.audit_log()[-1].actor_key_prefix == plaintext[:12]
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("not a url", "not a database URL"),
+        ("mysql://root@127.0.0.1/test", "speaks sqlite and postgresql, not 'mysql'"),
+    ],
+)
+def test_a_bad_database_url_is_refused_with_what_to_give(url: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        SqlStore(url)
+
+
+def test_a_bare_postgresql_url_means_psycopg() -> None:
+    assert database_url("postgresql://u@h/db").drivername == "postgresql+psycopg"
+    assert database_url("postgres://u@h/db").drivername == "postgresql+psycopg"
+    assert database_url("postgresql+asyncpg://u@h/db").drivername == "postgresql+asyncpg"
+
+
+def test_search_sees_writes_made_through_another_store_on_the_same_database(
+    fake: FakeContextQ, key: str, client: httpx2.Client, db_url: str
+) -> None:
+    """Each store caches its search index; another process's writes must still show."""
+
+    def titles(c: httpx2.Client, query: str) -> list[str]:
+        return [
+            h["context"]["title"]
+            for h in ok(c.post("/api/search", json={"query": query}))["results"]
+        ]
+
+    first = ok(client.post("/api/contexts", json=context_body(title="alpha deploy")), 201)
+    second = ok(client.post("/api/contexts", json=context_body(title="beta deploy")), 201)
+    assert sorted(titles(client, "deploy")) == ["alpha deploy", "beta deploy"]  # now cached
+    other_store = SqlStore(db_url)
+    with FakeContextQ(store=other_store) as other, other.client(key) as elsewhere:
+        ok(elsewhere.put(f"/api/contexts/{first['id']}", json={"title": "alpha release"}))
+        assert elsewhere.delete(f"/api/contexts/{second['id']}").status_code == 204
+        ok(elsewhere.post("/api/contexts", json=context_body(title="gamma deploy")), 201)
+    other_store.close()
+    assert titles(client, "deploy") == ["gamma deploy"]
+    assert titles(client, "release") == ["alpha release"]
+    assert titles(client, "beta") == []
