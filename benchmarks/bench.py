@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import itertools
 import json
@@ -524,6 +525,113 @@ def bench_requests(bench: Bench) -> None:
         f"({fake_stats.median_ms:.3f} vs {sync_ms:.3f} ms)"
     )
     fake.close()
+    gc.collect()
+
+
+@section("stores (SQLite and Postgres vs the memory store, in-process)")
+def bench_stores(bench: Bench) -> None:
+    """The same requests on each store, interleaved, so the SQL rows read as ratios."""
+    import os
+    import tempfile
+    import uuid
+
+    import sqlalchemy as sa
+
+    from fake_contextq.sqlstore import SqlStore, database_url
+
+    it = bench.iters(full=(400, 40), quick=(100, 10))
+    stack = contextlib.ExitStack()
+    stores: dict[str, SqlStore | None] = {"memory": None}
+    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+    stores["sqlite"] = SqlStore(f"sqlite:///{tmp / 'bench.db'}")
+    pg_url = os.environ.get(
+        "CONTEXTQ_BENCH_DATABASE_URL",
+        os.environ.get("CONTEXTQ_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"),
+    )
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    admin: sa.Engine | None = None
+    try:
+        admin = sa.create_engine(database_url(pg_url))
+        with admin.begin() as conn:
+            conn.execute(sa.text(f'create schema "{schema}"'))
+        scoped = database_url(pg_url).update_query_dict({"options": f"-csearch_path={schema}"})
+        stores["postgres"] = SqlStore(scoped)
+    except Exception as exc:  # no server: the SQLite rows still run
+        bench.note(f"no Postgres at {pg_url} ({type(exc).__name__}); Postgres rows skipped")
+        admin = None
+
+    gen = TextGen(seed=7)
+    clients: dict[str, httpx2.Client] = {}
+    sessions: dict[str, str] = {}
+    seqs: dict[str, itertools.count[int]] = {}
+    counters: dict[str, itertools.count[int]] = {}
+    fakes: list[FakeContextQ] = []
+    try:
+        for kind, store in stores.items():
+            fake = FakeContextQ(store=store)
+            fakes.append(fake)
+            client = fake.client(fake.mint_key(fake.create_tenant(plan="unlimited")))
+            stack.callback(client.close)
+            populate(client, TextGen(seed=7), 1_000)
+            clients[kind] = client
+            session = expect(client.post("/api/agent/sessions", json={}), 201).json()
+            sessions[kind] = f"/api/agent/sessions/{session['id']}/checkpoint"
+            seqs[kind] = itertools.count(1)
+            counters[kind] = itertools.count()
+        body = gen.context(None)
+        query = {"query": gen.query(), "limit": 10}
+        get_path = by_external_path(external_id(437))
+
+        def requests(kind: str) -> list[tuple[str, Callable[[], object]]]:
+            c = clients[kind]
+            return [
+                ("GET by external id", lambda: expect(c.get(get_path), 200)),
+                (
+                    "POST create",
+                    lambda: expect(
+                        c.post(
+                            "/api/contexts",
+                            json={**body, "externalId": f"s/{next(counters[kind])}"},
+                        ),
+                        201,
+                    ),
+                ),
+                (
+                    "GET list 50",
+                    lambda: expect(c.get("/api/contexts", params={"limit": "50"}), 200),
+                ),
+                ("POST search", lambda: expect(c.post("/api/search", json=query), 200)),
+                (
+                    "POST checkpoint",
+                    lambda: expect(
+                        c.post(sessions[kind], json={"seq": next(seqs[kind]), "state": {"n": 1}}),
+                        201,
+                    ),
+                ),
+            ]
+
+        plans = {kind: requests(kind) for kind in stores}
+        for index, (label, _) in enumerate(plans["memory"]):
+            fns = [plans[kind][index][1] for kind in stores]
+            # Checkpoints must go in order per session: no warm-up calls may be lost.
+            stats = measure_interleaved(fns, it.n, it.warmup)
+            bench.add(f"memory: {label}", stats[0])
+            for kind, kind_stats in zip(list(stores)[1:], stats[1:], strict=True):
+                target = Target(max_ratio=3.0) if kind == "sqlite" else None
+                bench.add(
+                    f"{kind}: {label}", kind_stats, baseline=f"memory: {label}", target=target
+                )
+    finally:
+        for fake in fakes:
+            fake.close()
+        stack.close()
+        for store in stores.values():
+            if store is not None:
+                store.close()
+        if admin is not None:
+            with admin.begin() as conn:
+                conn.execute(sa.text(f'drop schema "{schema}" cascade'))
+            admin.dispose()
     gc.collect()
 
 
