@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from contextq_fixtures import live_fixtures
 from contextq_fixtures._state import MARKER, MARKER_OPTIONS, MODEL_KEY
 from contextq_fixtures.fixtures import (
     ContextQServer,
@@ -23,6 +24,12 @@ from contextq_fixtures.fixtures import (
     contextq_workspace,
     fake_contextq,
     memory_tool,
+)
+from contextq_fixtures.live import LiveConfig, LiveStack, LiveTenant
+from contextq_fixtures.live_fixtures import (
+    contextq_live,
+    contextq_live_tenant,
+    contextq_live_tenants,
 )
 from contextq_fixtures.report import sections
 
@@ -41,6 +48,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="add the fake's request journal and the scripted model's transcript to the "
         "report of a failed test (default: failed)",
     )
+    live_fixtures.add_options(group)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -50,6 +58,19 @@ def pytest_configure(config: pytest.Config) -> None:
         "fake_contextq fixture of this test (plan of the tenant, its name, the workspace "
         "slug, embeddings on/off, an LLM for handoffs)",
     )
+    live_fixtures.configure(config)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    live_fixtures.skip_unless_live(item)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    lines = live_fixtures.summary_lines(config)
+    if lines:
+        terminalreporter.section("contextq live")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture
@@ -77,10 +98,16 @@ def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, Any, None]:
 
 __all__ = [
     "ContextQServer",
+    "LiveConfig",
+    "LiveStack",
+    "LiveTenant",
     "async_contextq_client",
     "async_memory_tool",
     "contextq_api_key",
     "contextq_client",
+    "contextq_live",
+    "contextq_live_tenant",
+    "contextq_live_tenants",
     "contextq_server",
     "contextq_tenant",
     "contextq_workspace",

@@ -2,85 +2,19 @@
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import signal
 import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx2
 import pytest
 
+from e2e.processes import Served, cli_command, start, start_model, stop
 from fake_contextq import FakeContextQ
 
 NOTE = {"type": "reference", "title": "Prefs", "content": "Likes TypeScript."}
-
-
-def _cli() -> list[str]:
-    script = Path(sys.executable).with_name("fake-contextq")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("fake-contextq")
-    return [found] if found else [sys.executable, "-m", "fake_contextq.cli"]
-
-
-@dataclass
-class Served:
-    process: subprocess.Popen[str]
-    lines: dict[str, str] = field(default_factory=dict)
-    banner: list[str] = field(default_factory=list)
-
-    @property
-    def url(self) -> str:
-        return self.lines["CONTEXT_API_URL"]
-
-    @property
-    def key(self) -> str:
-        return self.lines["CONTEXT_API_KEY"]
-
-    @property
-    def token(self) -> str:
-        return self.lines["FAKE_CONTEXTQ_CONTROL_TOKEN"]
-
-
-def start(*args: str, timeout: float = 20.0) -> Served:
-    process = subprocess.Popen(
-        [*_cli(), "serve", "--port", "0", *(args if "--db" in args else ("--memory", *args))],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    served = Served(process)
-    deadline = time.monotonic() + timeout
-    assert process.stdout is not None
-    while "CONTEXT_API_KEY" not in served.lines or (
-        "--control" in args and "FAKE_CONTEXTQ_CONTROL_TOKEN" not in served.lines
-    ):
-        if time.monotonic() > deadline or process.poll() is not None:
-            process.kill()
-            raise AssertionError(
-                f"serve did not start: {served.banner} "
-                f"{process.stderr.read() if process.stderr else ''}"
-            )
-        line = process.stdout.readline().rstrip("\n")
-        served.banner.append(line)
-        name, sep, value = line.partition("=")
-        if sep and name.isupper():
-            served.lines[name] = value
-    return served
-
-
-def stop(served: Served) -> tuple[int, str, str]:
-    served.process.send_signal(signal.SIGINT)
-    out, err = served.process.communicate(timeout=20)
-    return served.process.returncode, out, err
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +157,7 @@ def test_a_taken_port_is_one_clear_line() -> None:
         s.listen(1)
         port = s.getsockname()[1]
         result = subprocess.run(
-            [*_cli(), "serve", "--memory", "--port", str(port)],
+            [*cli_command(), "serve", "--memory", "--port", str(port)],
             capture_output=True,
             text=True,
             timeout=30,
@@ -235,7 +169,7 @@ def test_a_taken_port_is_one_clear_line() -> None:
 
 def test_a_bad_scope_is_refused_before_serving() -> None:
     result = subprocess.run(
-        [*_cli(), "serve", "--port", "0", "--memory", "--key", "read,delete"],
+        [*cli_command(), "serve", "--port", "0", "--memory", "--key", "read,delete"],
         capture_output=True,
         text=True,
         timeout=30,
@@ -271,36 +205,10 @@ def test_serve_in_thread_shares_state_with_the_object() -> None:
 # ----- fake-contextq model: the scripted model for other processes -----
 
 
-def _model(script: list[object], tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps(script))
-    process = subprocess.Popen(
-        [*_cli(), "model", str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    assert process.stdout is not None
-    for _ in range(5):
-        line = process.stdout.readline()
-        if line.startswith("ANTHROPIC_BASE_URL="):
-            url = line.strip().split("=", 1)[1]
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:  # ready once uvicorn answers (its Ctrl-C too)
-                try:
-                    httpx2.get(url + "/", timeout=1)
-                    return process, url
-                except httpx2.TransportError:
-                    time.sleep(0.05)
-    process.kill()
-    raise AssertionError("fake-contextq model printed no URL")
-
-
 def test_the_scripted_model_serves_another_process(tmp_path: Path) -> None:
     import anthropic
 
-    process, url = _model([[{"type": "text", "text": "Hello from the script."}]], tmp_path)
+    process, url = start_model([[{"type": "text", "text": "Hello from the script."}]], tmp_path)
     client = anthropic.Anthropic(base_url=url, api_key="anything", max_retries=0)
     reply = client.messages.create(
         model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
@@ -313,7 +221,7 @@ def test_the_scripted_model_serves_another_process(tmp_path: Path) -> None:
 
 
 def test_an_unplayed_script_fails_the_model_command(tmp_path: Path) -> None:
-    process, _ = _model([[{"type": "text", "text": "never asked"}]], tmp_path)
+    process, _ = start_model([[{"type": "text", "text": "never asked"}]], tmp_path)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=20)
     assert process.returncode == 1
@@ -324,7 +232,7 @@ def test_a_bad_script_file_is_one_clear_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     result = subprocess.run(
-        [*_cli(), "model", str(bad)], capture_output=True, text=True, timeout=30
+        [*cli_command(), "model", str(bad)], capture_output=True, text=True, timeout=30
     )
     assert result.returncode == 2
     assert result.stderr.startswith(f"fake-contextq model: cannot load {bad}")
@@ -358,7 +266,7 @@ def test_a_database_that_is_not_ours_is_refused_untouched(tmp_path: Path) -> Non
     alien = tmp_path / "notes.db"
     alien.write_text("these are my notes, not a database\n")
     result = subprocess.run(
-        [*_cli(), "serve", "--port", "0", "--db", str(alien)],
+        [*cli_command(), "serve", "--port", "0", "--db", str(alien)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -383,7 +291,7 @@ def test_a_database_that_is_not_ours_is_refused_untouched(tmp_path: Path) -> Non
 )
 def test_a_bad_or_unreachable_database_url_is_one_line(url: str, shown: str, says: str) -> None:
     bad = subprocess.run(
-        [*_cli(), "serve", "--port", "0", "--database-url", url],
+        [*cli_command(), "serve", "--port", "0", "--database-url", url],
         capture_output=True,
         text=True,
         timeout=60,

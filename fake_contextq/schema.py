@@ -123,13 +123,15 @@ tenants = sa.Table(
     sqlite_autoincrement=True,
 )
 
-# Part of the schema the seeds use; the model has no users yet.
+# Part of the schema the seeds use (a throwaway tenant has an owner user); the API the
+# fake serves has no users, only keys.
 users = sa.Table(
     "users",
     metadata,
     _id(),
     sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
     sa.Column("email", sa.String(320), nullable=False, unique=True),
+    sa.Column("role", sa.String(32), nullable=False, server_default="member"),
     sa.Column("created_at", Timestamp, nullable=False),
     sqlite_autoincrement=True,
 )

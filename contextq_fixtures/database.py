@@ -1,0 +1,204 @@
+"""Two ways to reach a dev stack's database: a DSN (psycopg), or ``docker exec`` into its
+Postgres container running ``psql`` (the ``docker`` SDK). Both run the statements of
+``tenant_sql`` and give back rows of text; both turn every failure into a
+``LiveSetupError`` that says what to check.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from contextq_fixtures import tenant_sql
+
+#: psql prints NULL as this (``-P null=...``), which no value of ours can be.
+_NULL = "\x1bNULL\x1b"
+#: psql's field separator in unaligned output (a unit separator).
+_SEP = "\x1f"
+
+
+class LiveSetupError(RuntimeError):
+    """The live stack could not be reached or used; the message says what to check.
+    ``sqlstate`` is PostgreSQL's error code when a statement failed."""
+
+    def __init__(self, message: str, *, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+
+
+#: PostgreSQL's SQLSTATE for a foreign key violation.
+FOREIGN_KEY_VIOLATION = "23503"
+
+
+Row = tuple[str | None, ...]
+
+
+class Database(Protocol):
+    """Where throwaway tenants are provisioned: one statement at a time, committed."""
+
+    description: str
+
+    def query(self, statement: str, params: Mapping[str, tenant_sql.Value]) -> list[Row]: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class DsnDatabase:
+    """A database reached with psycopg through a libpq DSN or URL (``CONTEXTQ_DB_DSN``)."""
+
+    dsn: str
+    connect_timeout: float = 10.0
+    description: str = field(init=False)
+    _conn: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.description = f"the database at {_redact(self.dsn)}"
+
+    def _connection(self) -> Any:
+        if self._conn is None or self._conn.closed:
+            try:
+                import psycopg
+            except ImportError:
+                raise LiveSetupError(
+                    "CONTEXTQ_DB_DSN needs psycopg: pip install 'contextq-memory-tool[live]'"
+                ) from None
+            try:
+                self._conn = psycopg.connect(
+                    self.dsn, autocommit=True, connect_timeout=max(1, int(self.connect_timeout))
+                )
+            except psycopg.Error as exc:
+                raise LiveSetupError(
+                    f"cannot connect to {self.description}: {_first_line(exc)}; check "
+                    "CONTEXTQ_DB_DSN and that the dev stack's Postgres is up"
+                ) from None
+        return self._conn
+
+    def query(self, statement: str, params: Mapping[str, tenant_sql.Value]) -> list[Row]:
+        import psycopg
+
+        conn = self._connection()
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute(statement, tenant_sql.driver_params(params))
+                found = cursor.fetchall() if cursor.description is not None else []
+        except psycopg.Error as exc:
+            raise LiveSetupError(
+                f"SQL on {self.description} failed: {_first_line(exc)}",
+                sqlstate=getattr(exc, "sqlstate", None),
+            ) from None
+        return [tuple(None if v is None else str(v) for v in row) for row in found]
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+@dataclass
+class DockerPsqlDatabase:
+    """``psql`` run by ``docker exec`` in the dev stack's Postgres container, as the seed's
+    script reaches it. ``docker_host`` overrides ``DOCKER_HOST``; ``database`` may be a
+    name or a libpq URL; ``env`` is passed to ``psql`` (e.g. ``PGPASSWORD``)."""
+
+    container: str = tenant_sql.DEFAULT_CONTAINER
+    user: str = tenant_sql.DEFAULT_DB_USER
+    database: str = tenant_sql.DEFAULT_DB_NAME
+    docker_host: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = 30.0
+    description: str = field(init=False)
+    _client: Any = field(default=None, init=False, repr=False)
+    _container: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.description = f"psql in the Docker container {self.container!r}"
+
+    def _target(self) -> Any:
+        if self._container is not None:
+            return self._container
+        try:
+            import docker
+            import docker.errors
+        except ImportError:
+            raise LiveSetupError(
+                "reaching the database by docker exec needs the docker package: pip install "
+                "'contextq-memory-tool[live]' (or set CONTEXTQ_DB_DSN to connect directly)"
+            ) from None
+        where = self.docker_host or "DOCKER_HOST or the default socket"
+        try:
+            if self.docker_host is not None:
+                self._client = docker.DockerClient(base_url=self.docker_host, timeout=30)
+            else:
+                self._client = docker.from_env(timeout=30)
+        except docker.errors.DockerException as exc:
+            raise LiveSetupError(
+                f"cannot reach Docker ({where}): {_first_line(exc)}; is Docker running and "
+                "may this user use its socket? (or set CONTEXTQ_DB_DSN to skip Docker)"
+            ) from None
+        try:
+            self._container = self._client.containers.get(self.container)
+        except docker.errors.NotFound:
+            raise LiveSetupError(
+                f"Docker has no container named {self.container!r}; is the dev stack up? "
+                "(set CONTEXTQ_DB_CONTAINER to its Postgres container's name)"
+            ) from None
+        except docker.errors.DockerException as exc:
+            raise LiveSetupError(f"cannot reach Docker ({where}): {_first_line(exc)}") from None
+        return self._container
+
+    def query(self, statement: str, params: Mapping[str, tenant_sql.Value]) -> list[Row]:
+        import docker.errors
+
+        sql = tenant_sql.render(statement, params)
+        argv = [
+            "psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose",
+            "-F", _SEP, "-P", f"null={_NULL}",
+            "-U", self.user, "-d", self.database, "-c", sql,
+        ]  # fmt: skip
+        try:
+            result = self._target().exec_run(argv, demux=True, environment=dict(self.env))
+        except docker.errors.DockerException as exc:
+            raise LiveSetupError(
+                f"docker exec into {self.container!r} failed: {_first_line(exc)}"
+            ) from None
+        stdout, stderr = result.output if result.output is not None else (None, None)
+        out = (stdout or b"").decode("utf-8", "replace")
+        err = (stderr or b"").decode("utf-8", "replace").strip()
+        if result.exit_code != 0:
+            state = re.search(r"ERROR:\s+([0-9A-Z]{5}):", err)
+            raise LiveSetupError(
+                f"{self.description} failed (exit {result.exit_code}): "
+                f"{err.splitlines()[0] if err else 'no message'}; check CONTEXTQ_DB_USER "
+                f"({self.user!r}) and CONTEXTQ_DB_NAME ({_redact(self.database)!r})",
+                sqlstate=state.group(1) if state else None,
+            )
+        return [_parse_row(line) for line in out.splitlines() if line]
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        self._client = self._container = None
+
+
+def _parse_row(line: str) -> Row:
+    return tuple(None if cell == _NULL else cell for cell in line.split(_SEP))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _redact(dsn: str) -> str:
+    """A DSN or URL without its password."""
+    dsn = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
+    return re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn)
+
+
+def one_row(rows: Sequence[Row], what: str) -> Row:
+    if len(rows) != 1:
+        raise LiveSetupError(f"{what}: expected one row, got {len(rows)}")
+    return rows[0]

@@ -1,0 +1,191 @@
+"""``e2e/live_memory_roundtrip.py`` end to end with no Docker and no real Claude: ContextQ is
+``fake-contextq serve --database-url`` on the machine's Postgres, Claude is the scripted
+model served by ``fake-contextq model``, and the database is reached by DSN or through the
+Docker Engine API stand-in."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from e2e.processes import Served, start, start_model, stop
+from tests.live_stack import CONTAINER, docker_engine_for, libpq_dsn
+from tests.stores import postgres_schema
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _memory(n: int, **tool_input: Any) -> list[dict[str, Any]]:
+    return [{"type": "tool_use", "id": f"toolu_{n}", "name": "memory", "input": tool_input}]
+
+
+#: Claude as the script expects it to behave: look, save; then, in a new conversation,
+#: look, read, answer.
+SCRIPT: list[object] = [
+    _memory(1, command="view", path="/memories"),
+    _memory(2, command="create", path="/memories/preferences.md", file_text="Colour: teal\n"),
+    [{"type": "text", "text": "Saved to memory."}],
+    _memory(3, command="view", path="/memories"),
+    _memory(4, command="view", path="/memories/preferences.md"),
+    [{"type": "text", "text": "Your favourite colour is teal."}],
+]
+
+
+@dataclass
+class Stack:
+    served: Served
+    database_url: str
+    env: dict[str, str]
+
+    def count(self, sql: str) -> int:
+        engine = sa.create_engine(self.database_url)
+        try:
+            with engine.connect() as conn:
+                return int(conn.execute(sa.text(sql)).scalar_one())
+        finally:
+            engine.dispose()
+
+
+@pytest.fixture(params=["dsn", "docker"])
+def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
+    with postgres_schema() as url:
+        served = start("--database-url", url)
+        try:
+            env = {"CONTEXT_API_URL": served.url}
+            if request.param == "dsn":
+                env["CONTEXTQ_DB_DSN"] = libpq_dsn(url)
+                yield Stack(served, url, env)
+            else:
+                with docker_engine_for(url) as engine:
+                    env |= {
+                        "DOCKER_HOST": engine.base_url,
+                        "CONTEXTQ_DB_CONTAINER": CONTAINER,
+                        "CONTEXTQ_DB_USER": "postgres",
+                        "CONTEXTQ_DB_NAME": "test",
+                    }
+                    yield Stack(served, url, env)
+        finally:
+            stop(served)
+
+
+def _run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ANTHROPIC_", "CONTEXTQ_", "CONTEXT_API", "DOCKER_"))
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "e2e.live_memory_roundtrip", *args],
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _run_with_model(
+    script: list[object], stack: Stack, directory: Path
+) -> tuple[subprocess.CompletedProcess[str], str, int, str]:
+    """The script against ``fake-contextq model`` playing ``script``: its result, the
+    model's URL, and how the model ended (exit code, output)."""
+    model, model_url = start_model(script, directory)
+    try:
+        result = _run(
+            "--anthropic-base-url", model_url, env={**stack.env, "ANTHROPIC_API_KEY": "sk-scripted"}
+        )
+    finally:
+        model.send_signal(signal.SIGINT)
+        out, err = model.communicate(timeout=30)
+    return result, model_url, model.returncode, out + err
+
+
+def test_the_round_trip_passes_and_cleans_up(stack: Stack, tmp_path: Path) -> None:
+    result, model_url, model_exit, model_said = _run_with_model(SCRIPT, stack, tmp_path)
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert lines[0] == f"anthropic base url: {model_url.removeprefix('http://')}"
+    assert lines[-1].startswith("live memory round trip: PASS: 4 of 4 checks (context ")
+    assert "  ok    GET /api/contexts holds the fact in ContextQ" in lines
+    # the throwaway tenant wrote, so its row stays; no key and no user survive
+    assert any(line.startswith("contextq live: left tenant cqmt-live-") for line in lines)
+    assert (
+        stack.count(
+            "select count(*) from api_keys where tenant_id in "
+            "(select id from tenants where name like 'cqmt-live-%')"
+        )
+        == 0
+    )
+    assert stack.count("select count(*) from users") == 0
+    assert (
+        stack.count(
+            "select count(*) from contexts where tenant_id in "
+            "(select id from tenants where name like 'cqmt-live-%')"
+        )
+        == 0
+    )
+    assert model_exit == 0, model_said  # every scripted turn was played
+
+
+def test_a_model_that_never_saves_fails_the_check_and_still_cleans_up(
+    stack: Stack, tmp_path: Path
+) -> None:
+    lazy: list[object] = [
+        [{"type": "text", "text": "Noted."}],
+        [{"type": "text", "text": "I do not know."}],
+    ]
+    result, _, _, _ = _run_with_model(lazy, stack, tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "  FAIL  conversation 1 saved the fact with memory create" in result.stdout
+    assert result.stdout.splitlines()[-1] == ("live memory round trip: FAIL: 4 of 4 checks failed")
+    assert stack.count("select count(*) from api_keys") == 1  # only the server's own key
+    assert stack.count("select count(*) from users") == 0
+
+
+def test_without_an_anthropic_key_it_says_why_and_exits_0_touching_nothing(stack: Stack) -> None:
+    tenants = stack.count("select count(*) from tenants")
+    result = _run(env={**stack.env, "ANTHROPIC_BASE_URL": "https://gateway.example:8443/v1"})
+    assert result.returncode == 0
+    assert result.stdout.splitlines() == [
+        "anthropic base url: gateway.example:8443",
+        "live memory round trip: SKIPPED: ANTHROPIC_API_KEY is not set, so no conversation was "
+        "run and nothing was checked (set it to run the round trip)",
+    ]
+    assert stack.count("select count(*) from tenants") == tenants
+
+
+def test_an_unreachable_stack_is_a_setup_failure(stack: Stack) -> None:
+    env = {**stack.env, "ANTHROPIC_API_KEY": "sk-x", "CONTEXT_API_URL": "http://127.0.0.1:9"}
+    result = _run("--anthropic-base-url", "http://127.0.0.1:9", env=env)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1].startswith(
+        "live memory round trip: SETUP FAILED: cannot reach ContextQ at http://127.0.0.1:9"
+    )
+    assert stack.count("select count(*) from users") == 0
+
+
+def test_the_default_model_is_not_one_the_sdk_calls_deprecated() -> None:
+    from anthropic._data import DEPRECATED_MODELS
+
+    from e2e.live_memory_roundtrip import DEFAULT_MODEL
+
+    assert DEFAULT_MODEL not in DEPRECATED_MODELS
+
+
+def test_it_also_runs_as_a_file() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "e2e" / "live_memory_roundtrip.py"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0 and "--anthropic-base-url" in result.stdout
