@@ -74,13 +74,15 @@ def main(argv: list[str]) -> int:
     if command == "bench":
         return run(PYTHON, "benchmarks/bench.py", *rest)
     status = run(PYTHON, "-m", "ruff", "check", ".")
-    formatted = ("fake_contextq", "adapter", "benchmarks")
+    formatted = (
+        "fake_contextq", "adapter", "contextq_fixtures", "contextq_conformance", "benchmarks"
+    )
     status |= run(PYTHON, "-m", "ruff", "format", "--check", *formatted)
     status |= run(PYTHON, "-m", "mypy")
     return status
 
 
-PACKAGES = ("fake_contextq", "adapter", "contextq_fixtures")
+PACKAGES = ("fake_contextq", "adapter", "contextq_fixtures", "contextq_conformance")
 REQUIRED = ("fastapi", "uvicorn", "httpx2", "anthropic")
 
 
@@ -127,11 +129,15 @@ def package() -> int:
         project = Path(tmp) / "downstream"
         shutil.copytree(ROOT / "e2e" / "downstream", project)
         print("dev.py: running the downstream tests against the installed wheel", flush=True)
-        return subprocess.call(
+        status = subprocess.call(
             [str(py), "-m", "pytest", "-p", "contextq_fixtures", "--strict-markers",
              "-p", "no:cacheprovider", "-q", str(project)],
             cwd=project,
         )
+        if status != 0:
+            return status
+        print("dev.py: running the shipped conformance suite from the wheel", flush=True)
+        return subprocess.call([str(py), "-m", "contextq_conformance", "--", "-q"], cwd=tmp)
 
 
 if __name__ == "__main__":

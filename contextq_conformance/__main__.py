@@ -1,0 +1,46 @@
+"""``python -m contextq_conformance``: run the suite against a target, write the report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from contextq_conformance._names import TARGETS
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m contextq_conformance",
+        description="Check a ContextQ against the wire contract this project assumes, and say "
+        "per rule whether it held. The live target provisions throwaway tenants on a dev "
+        "stack (CONTEXT_API_URL, and CONTEXTQ_DB_DSN or Docker access to its Postgres).",
+        epilog="Arguments after -- go to pytest.",
+    )
+    parser.add_argument("--target", choices=TARGETS, default="in-process")
+    parser.add_argument(
+        "--report", metavar="PATH", help="write the per-rule table to PATH (Markdown)"
+    )
+    args, rest = parser.parse_known_args(argv)
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+    pytest_args = [
+        "--pyargs",
+        "contextq_conformance",
+        "-p",
+        "contextq_conformance.plugin",
+        f"--contextq-target={args.target}",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        ".",
+        *(["--contextq-conformance-report", args.report] if args.report else []),
+        *rest,
+    ]
+    import pytest  # after parsing: --help needs none of it
+
+    return int(pytest.main(pytest_args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""The wire contract's rules that a conformance test can observe, each with its source.
+
+``seed`` rules are stated by the documents this project was made from; ``assumed`` rules
+are decided here where they are silent (and live in ``fake_contextq/contract.py``). Every
+conformance test names the rules it checks with ``@pytest.mark.contract("id", ...)``; the
+run's summary says, per rule, whether it held on the target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+Source = Literal["seed", "assumed"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    source: Source
+    text: str
+
+
+def _rules(*rules: Rule) -> dict[str, Rule]:
+    return {rule.id: rule for rule in rules}
+
+
+RULES: Final[dict[str, Rule]] = _rules(
+    # auth and tenancy
+    Rule(
+        "auth.bearer-key", "seed", "A `Bearer sk_live_<40 hex>` key binds a request to its tenant"
+    ),
+    Rule("auth.unknown-key-401", "assumed", "An unknown or revoked key gets 401 `unauthorized`"),
+    Rule("auth.scope-denied-403", "seed", "A key lacking a scope gets 403 `scope_denied`"),
+    Rule(
+        "auth.scope-per-endpoint",
+        "seed",
+        "Read endpoints need `read`, write endpoints `write`, workspace writes `admin`; "
+        "`admin` subsumes both",
+    ),
+    Rule("auth.scope-denied-required", "assumed", "A 403 names the `required` scope"),
+    Rule("auth.cross-tenant-404", "assumed", "Another tenant's row is 404 `not_found`, never 403"),
+    # errors
+    Rule(
+        "errors.validation-400",
+        "assumed",
+        "A bad field is 400 `validation_error` with `issues` of `{path, message}`",
+    ),
+    # contexts
+    Rule("contexts.types", "seed", "Create accepts exactly the 9 context types"),
+    Rule("contexts.create-201", "assumed", "Create answers 201 with the context's JSON"),
+    Rule(
+        "contexts.json-shape",
+        "assumed",
+        "A context's JSON carries id, workspace, type, "
+        "title, content, tags, externalId, metadata, createdAt, updatedAt",
+    ),
+    Rule(
+        "contexts.external-id-unique",
+        "seed",
+        "`external_id` is unique per tenant, not per workspace",
+    ),
+    Rule("contexts.external-id-409", "assumed", "A taken `externalId` is 409 `external_id_taken`"),
+    Rule(
+        "contexts.by-external",
+        "seed",
+        "`GET /api/contexts/by-external/:externalId` finds "
+        "a context by its external id, URL-encoded as one segment",
+    ),
+    Rule("contexts.summary-no-content", "seed", "List rows never carry `content`"),
+    Rule("contexts.list-max-500", "seed", "A list page holds at most 500 rows"),
+    Rule(
+        "contexts.list-shape",
+        "assumed",
+        "A list answers `{items, total, limit, offset}`, ordered by id, 50 rows by default",
+    ),
+    Rule("contexts.list-filters", "seed", "Lists filter by `workspace` and `tag`"),
+    Rule(
+        "contexts.unknown-workspace-null",
+        "assumed",
+        "An unknown workspace slug on create is stored as no workspace",
+    ),
+    Rule("contexts.put-partial", "assumed", "PUT replaces the fields given and keeps the others"),
+    Rule(
+        "contexts.last-writer-wins",
+        "seed",
+        "Updates have no conflict detection: the last writer wins",
+    ),
+    Rule("contexts.delete-204", "assumed", "Delete answers 204; the context is then 404"),
+    Rule("contexts.bulk-upsert", "seed", "Bulk upsert is idempotent on `externalId`"),
+    Rule(
+        "contexts.bulk-shape",
+        "assumed",
+        "Bulk upsert answers `{created, updated, items}` and is all or nothing",
+    ),
+    # quota
+    Rule("quota.free-100", "seed", "A free tenant with 100 contexts gets 402 on the next create"),
+    Rule(
+        "quota.402-details",
+        "assumed",
+        "The 402 is `quota_exceeded` with `resource`, `limit` and `plan`",
+    ),
+    Rule(
+        "quota.bulk-whole",
+        "assumed",
+        "A bulk upsert that would cross the quota is rejected whole; updates do not count",
+    ),
+    # workspaces
+    Rule("workspaces.crud", "seed", "Workspaces are listed, created, archived and deleted"),
+    Rule("workspaces.slug-409", "assumed", "A taken slug is 409"),
+    Rule(
+        "workspaces.not-empty-409",
+        "assumed",
+        "Deleting a workspace that holds contexts is 409 `workspace_not_empty`",
+    ),
+    # search
+    Rule(
+        "search.type-enum",
+        "seed",
+        "Search's `type` filter accepts only reference, "
+        "feedback, project, incident, lesson, user; any other is 400",
+    ),
+    Rule(
+        "search.shape",
+        "assumed",
+        "Search answers `{results: [{context, score, snippet}]}`, "
+        "best first, summaries without content",
+    ),
+    Rule("search.limit-50", "assumed", "Search's `limit` is at most 50"),
+    # agent memory layer
+    Rule(
+        "agent.session-unknown-workspace",
+        "seed",
+        "An unknown workspace slug on a session silently becomes no workspace",
+    ),
+    Rule(
+        "agent.session-parent",
+        "seed",
+        "`parent_session_id` links a session to its parent; `metadata` is free JSON",
+    ),
+    Rule(
+        "agent.checkpoint-seq",
+        "assumed",
+        "A checkpoint's `seq` must be exactly last + 1, else 409 `seq_conflict` with `expected`",
+    ),
+    Rule("agent.resume", "seed", "Resume gives the latest checkpoint and the open tasks"),
+    Rule("agent.task-upsert-key", "assumed", "Tasks are upserted by (`session_id`, `key`)"),
+    Rule("agent.tick-evidence", "assumed", "A tick without evidence is 422 `evidence_required`"),
+    Rule("agent.lesson-201", "assumed", "A lesson is stored with 201"),
+    Rule(
+        "agent.handoff-no-workspace",
+        "seed",
+        "Handoff without a workspace in the body or the session is 400 `no_workspace`",
+    ),
+    Rule("agent.handoff-no-llm", "seed", "Handoff is 503 when no LLM provider is configured"),
+    Rule("agent.boot-pack", "seed", "Boot assembles resume, handoff, lessons and facts"),
+    # audit
+    Rule(
+        "audit.one-row-per-write",
+        "assumed",
+        "Every successful write appends one audit row; reads append none",
+    ),
+)

@@ -1,0 +1,126 @@
+"""The conformance suite run as its users run it (``python -m contextq_conformance``): green
+on every target, and able to catch a fake that breaks one rule."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from contextq_conformance.rules import RULES
+from tests.live_stack import dev_stack
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def conformance(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXTQ_", "CONTEXT_API"))}
+    return subprocess.run(
+        [sys.executable, "-m", "contextq_conformance", *args],
+        cwd=cwd,
+        env={**clean, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def report_rows(path: Path) -> dict[str, tuple[str, str]]:
+    """rule id -> (source, result) from the Markdown table."""
+    rows = {}
+    for line in path.read_text().splitlines():
+        match = re.match(r"\| `([^`]+)` \| (seed|assumed) \| \**([a-z ]+?)\** \|", line)
+        if match:
+            rows[match[1]] = (match[2], match[3])
+    return rows
+
+
+@pytest.mark.parametrize("target", ["in-process", "served"])
+def test_the_suite_is_green_on_the_fake(target: str, tmp_path: Path) -> None:
+    report = tmp_path / "fidelity.md"
+    result = conformance("--target", target, "--report", str(report), "--", "-q")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    rows = report_rows(report)
+    assert set(rows) == set(RULES)
+    assert {result for _, result in rows.values()} == {"held"}
+    assert report.read_text().startswith(f"# ContextQ conformance: target `{target}`")
+
+
+def test_the_live_target_runs_through_throwaway_tenants(tmp_path: Path) -> None:
+    """The live plumbing, proven against the fake on Postgres standing in for a dev stack."""
+    with dev_stack() as stack:
+        report = tmp_path / "fidelity.md"
+        result = conformance(
+            "--target", "live", "--report", str(report), "--", "-q", env=stack.env()
+        )
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+        assert {result for _, result in report_rows(report).values()} == {"held"}
+        # every tenant the run made is gone or stripped: no key and no user survives
+        assert stack.scalar("select count(*) from users") == 0
+        throwaway_keys = stack.scalar(
+            "select count(*) from api_keys k join tenants t on t.id = k.tenant_id "
+            "where t.name like 'cqmt-live-%'"
+        )
+        assert throwaway_keys == 0
+        assert re.search(
+            r"contextq live: \d+ throwaway tenant\(s\) cleaned up, every key and user "
+            r"removed; \d+ tenant row\(s\) left in place",
+            result.stdout,
+        )
+
+
+BROKEN_SEARCH = '''
+from fake_contextq import contract
+
+
+def pytest_configure(config):
+    """A fake with one rule flipped: search accepts 'synthesis' as a type filter."""
+    contract.SEARCH_TYPES = (*contract.SEARCH_TYPES, "synthesis")
+'''
+
+
+def test_a_fake_that_breaks_one_rule_fails_exactly_its_tests(tmp_path: Path) -> None:
+    (tmp_path / "broken_search.py").write_text(BROKEN_SEARCH)
+    report = tmp_path / "fidelity.md"
+    result = conformance(
+        "--report", str(report), "--", "-q", "-p", "broken_search",
+        env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"},
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout[-3000:]
+    failed = re.findall(r"^FAILED (\S+)", result.stdout, re.MULTILINE)
+    assert failed == [
+        "contextq_conformance/test_search.py::test_any_other_type_is_a_400[synthesis]"
+    ]
+    rows = report_rows(report)
+    assert rows.pop("search.type-enum") == ("seed", "did not hold")
+    assert {result for _, result in rows.values()} == {"held"}
+    assert "DID NOT HOLD [seed] search.type-enum:" in result.stdout
+
+
+def test_an_unknown_rule_id_is_refused_at_collection(tmp_path: Path) -> None:
+    (tmp_path / "test_typo.py").write_text(
+        "import pytest\n\n@pytest.mark.contract('search.typo')\ndef test_x():\n    pass\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "contextq_conformance.plugin", str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert result.returncode != 0
+    assert "unknown: ['search.typo']" in result.stdout + result.stderr
+
+
+def test_the_command_explains_itself() -> None:
+    result = conformance("--help")
+    assert result.returncode == 0
+    assert "--target {in-process,served,live}" in result.stdout
+    assert "--report PATH" in result.stdout
