@@ -150,6 +150,7 @@ class DockerPsqlDatabase:
         return self._container
 
     def query(self, statement: str, params: Mapping[str, tenant_sql.Value]) -> list[Row]:
+        container = self._target()  # first: it explains a missing docker package
         import docker.errors
 
         sql = tenant_sql.render(statement, params)
@@ -159,7 +160,7 @@ class DockerPsqlDatabase:
             "-U", self.user, "-d", self.database, "-c", sql,
         ]  # fmt: skip
         try:
-            result = self._target().exec_run(argv, demux=True, environment=dict(self.env))
+            result = container.exec_run(argv, demux=True, environment=dict(self.env))
         except docker.errors.DockerException as exc:
             raise LiveSetupError(
                 f"docker exec into {self.container!r} failed: {_first_line(exc)}"

@@ -354,3 +354,21 @@ def test_psql_and_psycopg_read_the_same_rows(stack: DevStack) -> None:
     assert docker.query(statement, params) == [("it's \\ a|b", "7", None, '["x", "y"]')]
     dsn.close()
     docker.close()
+
+
+def test_without_the_docker_package_it_says_how_to_get_it_or_avoid_it() -> None:
+    code = (
+        "import sys; sys.modules['docker'] = None\n"
+        "from contextq_fixtures.database import DockerPsqlDatabase, LiveSetupError\n"
+        "try:\n"
+        "    DockerPsqlDatabase().query('select 1', {})\n"
+        "except LiveSetupError as exc:\n"
+        "    print(exc)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == (
+        "reaching the database by docker exec needs the docker package: pip install "
+        "'contextq-memory-tool[live]' (or set CONTEXTQ_DB_DSN to connect directly)"
+    )
