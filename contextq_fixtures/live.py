@@ -175,9 +175,12 @@ class LiveStack:
         tenant = LiveTenant(self.config.api_url, tenant_id, name, key, user_id, key_id, client)
         try:
             self._verify(tenant)
-        except BaseException:
-            self._remove_rows(tenant, [])
+        except BaseException as failure:
+            left: list[str] = []
+            self._remove_rows(tenant, left)
             client.close()
+            for problem in left:
+                failure.add_note(f"and removing the rows just made failed too: {problem}")
             raise
         return tenant
 

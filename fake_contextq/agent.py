@@ -102,8 +102,7 @@ class AgentLayer:
         data = contract.parse_checkpoint(body)
         with self.store.transaction():
             self._session(p.tenant_id, session_id)
-            last = self.store.last_checkpoint(session_id)
-            expected = 1 if last is None else last.seq + 1
+            expected = self.store.last_checkpoint_seq(session_id) + 1
             if data["seq"] != expected:
                 raise ApiError(
                     _msgs.SEQ_CONFLICT,

@@ -10,7 +10,7 @@ from fake_contextq.records import AuditRow
 
 
 def chain_row(
-    prev: AuditRow | None,
+    prev_hash: str | None,
     *,
     row_id: int,
     tenant_id: int,
@@ -20,8 +20,7 @@ def chain_row(
     entity_id: str | None,
     at: str,
 ) -> AuditRow:
-    """The next row after ``prev``, hashed over its fields and the previous hash."""
-    prev_hash = None if prev is None else prev.hash
+    """The next row after the one hashed ``prev_hash``, hashed over its fields and it."""
     fields = {
         "id": row_id,
         "tenant_id": tenant_id,

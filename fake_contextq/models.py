@@ -288,9 +288,9 @@ class ContextQBackend:
     # ----- helpers -----
 
     def _plan(self, p: r.Principal) -> str:
-        tenant = self.store.tenant(p.tenant_id)
-        assert tenant is not None
-        return tenant.plan
+        plan = self.store.tenant_plan(p.tenant_id)
+        assert plan is not None
+        return plan
 
     def _context(self, tenant_id: int, context_id: int) -> r.Context:
         context = self.store.context(tenant_id, context_id)
@@ -320,11 +320,11 @@ class ContextQBackend:
     ) -> None:
         if external_id is None:
             return
-        holder = self.store.context_by_external(tenant_id, external_id)
-        if holder is not None and holder.id != own_id:
+        holder = self.store.context_id_by_external(tenant_id, external_id)
+        if holder is not None and holder != own_id:
             raise ApiError(
                 _msgs.EXTERNAL_ID_TAKEN,
-                _msgs.EXTERNAL_ID_TAKEN_MSG.format(external_id=external_id, id=holder.id),
+                _msgs.EXTERNAL_ID_TAKEN_MSG.format(external_id=external_id, id=holder),
                 externalId=external_id,
             )
 
@@ -378,7 +378,7 @@ class ContextQBackend:
     def audit(self, p: r.Principal, action: str, entity: str, entity_id: str | None) -> None:
         """Append the chained audit row of one successful write (inside its transaction)."""
         row = audit.chain_row(
-            self.store.last_audit(),
+            self.store.last_audit_hash(),
             row_id=self.store.next_id("activity_log"),
             tenant_id=p.tenant_id,
             actor_key_prefix=p.key_prefix,

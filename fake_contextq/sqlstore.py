@@ -338,6 +338,10 @@ class SqlStore:
         row = self._first(s.tenants, id=tenant_id)
         return None if row is None else _tenant(row)
 
+    def tenant_plan(self, tenant_id: int) -> str | None:
+        found = self._c.execute(_PLAN, {"id": tenant_id}).scalar()
+        return None if found is None else str(found)
+
     def tenants(self) -> list[Tenant]:
         return [_tenant(row) for row in self._rows(s.tenants)]
 
@@ -424,6 +428,11 @@ class SqlStore:
         row = self._first(s.contexts, tenant_id=tenant_id, external_id=external_id)
         return None if row is None else _context(row)
 
+    def context_id_by_external(self, tenant_id: int, external_id: str) -> int | None:
+        params = {"tenant_id": tenant_id, "external_id": external_id}
+        found = self._c.execute(_CONTEXT_ID_BY_EXTERNAL, params).scalar()
+        return None if found is None else int(found)
+
     def delete_context(self, context: Context) -> None:
         self._bump_contexts_revision(context.tenant_id)
         self._delete(s.contexts, tenant_id=context.tenant_id, id=context.id)
@@ -482,9 +491,11 @@ class SqlStore:
 
     # ----- audit -----
 
-    def last_audit(self) -> AuditRow | None:
-        row = self._first(s.activity_logs, ("-id",))
-        return None if row is None else _audit(row)
+    def last_audit_hash(self) -> str | None:
+        found = self._c.exec_driver_sql(
+            "SELECT hash FROM activity_logs ORDER BY id DESC LIMIT 1"
+        ).scalar()
+        return None if found is None else str(found)
 
     def append_audit(self, row: AuditRow) -> None:
         self._insert(
@@ -549,6 +560,11 @@ class SqlStore:
                 "summary": checkpoint.summary,
                 "created_at": checkpoint.created_at,
             },
+        )
+
+    def last_checkpoint_seq(self, session_id: int) -> int:
+        return self._int(
+            "SELECT coalesce(max(seq), 0) FROM agent_checkpoints WHERE session_id = ?", session_id
         )
 
     def last_checkpoint(self, session_id: int) -> Checkpoint | None:
@@ -674,6 +690,11 @@ def _upsert(dialect: str, table_name: str, columns: tuple[str, ...]) -> sa.Inser
     return stmt.on_conflict_do_update(index_elements=["id"], set_=changes)
 
 
+_PLAN = sa.select(s.tenants.c.plan).where(s.tenants.c.id == sa.bindparam("id"))
+_CONTEXT_ID_BY_EXTERNAL = sa.select(s.contexts.c.id).where(
+    s.contexts.c.tenant_id == sa.bindparam("tenant_id"),
+    s.contexts.c.external_id == sa.bindparam("external_id"),
+)
 _REVISION = sa.select(s.tenants.c.contexts_revision, s.tenants.c.created_at).where(
     s.tenants.c.id == sa.bindparam("id")
 )

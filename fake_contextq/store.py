@@ -39,6 +39,7 @@ class Store(Protocol):
 
     def put_tenant(self, tenant: Tenant) -> None: ...
     def tenant(self, tenant_id: int) -> Tenant | None: ...
+    def tenant_plan(self, tenant_id: int) -> str | None: ...
     def tenants(self) -> list[Tenant]: ...
 
     def put_key(self, key: ApiKey) -> None: ...
@@ -53,6 +54,7 @@ class Store(Protocol):
     def put_context(self, context: Context) -> None: ...
     def context(self, tenant_id: int, context_id: int) -> Context | None: ...
     def context_by_external(self, tenant_id: int, external_id: str) -> Context | None: ...
+    def context_id_by_external(self, tenant_id: int, external_id: str) -> int | None: ...
     def delete_context(self, context: Context) -> None: ...
     def count_contexts(self, tenant_id: int, workspace_id: int | None = None) -> int: ...
     def list_contexts(
@@ -66,7 +68,7 @@ class Store(Protocol):
         accept: Callable[[Context], bool] | None,
     ) -> list[tuple[Context, float]]: ...
 
-    def last_audit(self) -> AuditRow | None: ...
+    def last_audit_hash(self) -> str | None: ...
     def append_audit(self, row: AuditRow) -> None: ...
     def audit_rows(self) -> list[AuditRow]: ...
 
@@ -75,6 +77,7 @@ class Store(Protocol):
     def latest_session(self, tenant_id: int, workspace_id: int | None) -> AgentSession | None: ...
     def put_checkpoint(self, checkpoint: Checkpoint) -> None: ...
     def last_checkpoint(self, session_id: int) -> Checkpoint | None: ...
+    def last_checkpoint_seq(self, session_id: int) -> int: ...
     def put_task(self, task: AgentTask) -> None: ...
     def task(self, tenant_id: int, task_id: int) -> AgentTask | None: ...
     def task_by_key(self, session_id: int, key: str) -> AgentTask | None: ...
@@ -167,6 +170,10 @@ class MemoryStore:
     def tenant(self, tenant_id: int) -> Tenant | None:
         return self._tenants.get(tenant_id)
 
+    def tenant_plan(self, tenant_id: int) -> str | None:
+        found = self.tenant(tenant_id)
+        return None if found is None else found.plan
+
     def tenants(self) -> list[Tenant]:
         return list(self._tenants.values())
 
@@ -222,6 +229,10 @@ class MemoryStore:
         context_id = rows.by_external.get(external_id)
         return None if context_id is None else rows.contexts[context_id]
 
+    def context_id_by_external(self, tenant_id: int, external_id: str) -> int | None:
+        found = self.context_by_external(tenant_id, external_id)
+        return None if found is None else found.id
+
     def delete_context(self, context: Context) -> None:
         rows = self._rows[context.tenant_id]
         del rows.contexts[context.id]
@@ -254,8 +265,8 @@ class MemoryStore:
 
     # audit
 
-    def last_audit(self) -> AuditRow | None:
-        return self._audit[-1] if self._audit else None
+    def last_audit_hash(self) -> str | None:
+        return self._audit[-1].hash if self._audit else None
 
     def append_audit(self, row: AuditRow) -> None:
         self._audit.append(row)
@@ -283,6 +294,10 @@ class MemoryStore:
     def last_checkpoint(self, session_id: int) -> Checkpoint | None:
         found = self._checkpoints.get(session_id)
         return found[-1] if found else None
+
+    def last_checkpoint_seq(self, session_id: int) -> int:
+        found = self._checkpoints.get(session_id)
+        return found[-1].seq if found else 0
 
     def put_task(self, task: AgentTask) -> None:
         if task.id not in self._tasks:
