@@ -115,3 +115,31 @@ def test_an_unreachable_database_is_an_error_not_a_skip(
     )
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*contextq live: cannot reach Docker*is Docker running*"])
+
+
+def test_an_interrupted_run_still_cleans_up(
+    pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch, stack: DevStack
+) -> None:
+    """Ctrl-C mid-test (KeyboardInterrupt): pytest tears the fixtures down on its way out."""
+    for name, value in stack.env().items():
+        clean_env.setenv(name, value)
+    pytester.makepyfile(
+        """
+def test_interrupted(contextq_live_tenant):
+    contextq_live_tenant.client.create_context(type="reference", title="t", content="c")
+    print("TENANT", contextq_live_tenant.tenant_id, flush=True)
+    raise KeyboardInterrupt
+
+def test_never_reached():
+    pass
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "contextq_fixtures", "--contextq-live", "-s", "-p", "no:cacheprovider"
+    )
+    result.stdout.fnmatch_lines(["*KeyboardInterrupt*"])
+    (tenant_id,) = [int(n) for n in re.findall(r"TENANT (\d+)", result.stdout.str())]
+    keys = stack.scalar("select count(*) from api_keys where tenant_id = :t", t=tenant_id)
+    users = stack.scalar("select count(*) from users where tenant_id = :t", t=tenant_id)
+    contexts = stack.scalar("select count(*) from contexts where tenant_id = :t", t=tenant_id)
+    assert (keys, users, contexts) == (0, 0, 0)
