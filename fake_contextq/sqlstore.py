@@ -231,10 +231,20 @@ class SqlStore:
             if s.schema_version.name in existing:
                 versions = list(conn.execute(sa.select(s.schema_version.c.version)).scalars())
                 if versions != [s.SCHEMA_VERSION]:
+                    if len(versions) == 1 and versions[0] < s.SCHEMA_VERSION:
+                        advice = (
+                            "it was made by an older fake-contextq, whose state this one "
+                            "cannot read: remove it, or keep it and use another database "
+                            "(--db PATH or --database-url)"
+                        )
+                    elif len(versions) == 1:
+                        advice = "it was made by a newer fake-contextq: upgrade this one"
+                    else:
+                        advice = "it is damaged: use another database"
                     raise SchemaVersionError(
                         f"{self.url.render_as_string(hide_password=True)}: schema_version "
                         f"{versions or 'empty'} is not {s.SCHEMA_VERSION}, the only version "
-                        "this SqlStore understands; migrate the database or use a new one"
+                        f"this fake understands; {advice}"
                     )
             else:
                 ours = {t.name for t in s.metadata.sorted_tables} & existing

@@ -131,13 +131,22 @@ def test_rows_and_keys_survive_a_restart(db_url: str) -> None:
     second_store.close()
 
 
-def test_an_unknown_schema_version_is_refused(db_url: str) -> None:
+@pytest.mark.parametrize(
+    ("version", "says"),
+    [
+        (s.SCHEMA_VERSION + 41, "made by a newer fake-contextq: upgrade this one"),
+        (s.SCHEMA_VERSION - 1, "made by an older fake-contextq, whose state this one cannot"),
+    ],
+)
+def test_an_unknown_schema_version_is_refused_saying_what_to_do(
+    db_url: str, version: int, says: str
+) -> None:
     SqlStore(db_url).close()
     engine = sa.create_engine(db_url)
     with engine.begin() as conn:
-        conn.execute(sa.update(s.schema_version).values(version=s.SCHEMA_VERSION + 41))
+        conn.execute(sa.update(s.schema_version).values(version=version))
     engine.dispose()
-    with pytest.raises(SchemaVersionError, match="schema_version"):
+    with pytest.raises(SchemaVersionError, match=f"schema_version \\[{version}\\].*{says}"):
         SqlStore(db_url)
 
 
