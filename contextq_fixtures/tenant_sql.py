@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Final
 
 #: [seed] The dev stack's Postgres container, which ``docker exec`` reaches.
@@ -133,7 +133,3 @@ def render(statement: str, params: Mapping[str, Value]) -> str:
 def driver_params(params: Mapping[str, Value]) -> dict[str, object]:
     """Parameters as psycopg takes them (a list becomes its JSON text, as ``render``)."""
     return {k: json.dumps(v) if isinstance(v, list) else v for k, v in params.items()}
-
-
-def rows_as_ints(rows: Sequence[Sequence[object]]) -> list[tuple[int, ...]]:
-    return [tuple(int(str(cell)) for cell in row) for row in rows]
