@@ -9,6 +9,7 @@ import pytest
 from adapter.errors import ExternalIdTakenError, NotFoundError, ValidationError
 from contextq_conformance.targets import Target, Tenant
 
+# Spelled here, not taken from fake_contextq.contract (see test_search.py).
 TYPES = (
     "reference", "feedback", "project", "incident", "lesson", "user", "synthesis", "map", "moc"
 )  # fmt: skip

@@ -14,7 +14,7 @@ from adapter import (
     ContextQMemoryTool,
 )
 from contextq_fixtures._state import FAKE_KEY, marker_options
-from fake_contextq import FakeContextQ, ServedFake, Tenant
+from fake_contextq import FakeContextQ, ServedFake, Tenant, contract
 
 ALL_SCOPES = ("read", "write", "admin")
 RETRY_BACKOFF = 0.001  # tests inject faults; retries need not wait
@@ -39,7 +39,7 @@ def contextq_tenant(request: pytest.FixtureRequest, fake_contextq: FakeContextQ)
     """A tenant of the fake, on the plan the ``contextq`` marker names (``free`` by default)."""
     options = marker_options(request.node)
     return fake_contextq.create_tenant(
-        options.get("tenant", "test-tenant"), plan=options.get("plan", "free")
+        options.get("tenant", "test-tenant"), plan=options.get("plan", contract.DEFAULT_PLAN)
     )
 
 

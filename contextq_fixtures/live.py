@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import Final, Literal
 
 from adapter import ContextQClient
 from adapter.errors import AuthenticationError, ContextQConnectionError
@@ -42,6 +42,7 @@ _NAME = re.compile(rf"^{TENANT_PREFIX}-(?P<run>[0-9a-f]{{8}})-(?P<at>\d{{8}}T\d{
 SCOPES: Final = ("read", "write", "admin")
 
 Report = Callable[[str], None]
+TenantRowFate = Literal["deleted", "chained", "referenced"]
 
 
 class CleanupError(RuntimeError):
@@ -159,7 +160,7 @@ class LiveStack:
                 tenant_sql.PROVISION,
                 {
                     "name": name,
-                    "plan": plan,
+                    "plan": plan or contract.DEFAULT_PLAN,
                     "email": f"{name}@contextq-live.invalid",
                     "key_hash": contract.hash_key(key),
                     "prefix": contract.key_display_prefix(key),
@@ -307,8 +308,10 @@ class LiveStack:
             f"contextq live: cleaned up {tenant.name} (id {tenant.tenant_id}): " + ", ".join(done)
         )
 
-    def _remove_tenant_row(self, tenant_id: int, name: str) -> bool:
-        """Delete the tenant row unless the chain forbids it; True when it was kept."""
+    def _delete_tenant_row(self, tenant_id: int) -> TenantRowFate:
+        """Delete the tenant row unless the chain forbids it (``chained``) or other rows
+        still refer to it (``referenced``: e.g. agent sessions, which no endpoint deletes,
+        or the audit log's very first row)."""
         try:
             deleted = self.database.query(
                 tenant_sql.DELETE_TENANT_UNLESS_CHAINED, {"tenant_id": tenant_id}
@@ -316,15 +319,21 @@ class LiveStack:
         except LiveSetupError as exc:
             if exc.sqlstate != FOREIGN_KEY_VIOLATION:
                 raise
-            # e.g. agent sessions (no API deletes them) or the log's very first audit row
+            return "referenced"
+        return "deleted" if deleted else "chained"
+
+    def _remove_tenant_row(self, tenant_id: int, name: str) -> bool:
+        """Delete the tenant row where allowed, else say why it stays; True when kept."""
+        fate = self._delete_tenant_row(tenant_id)
+        if fate == "deleted":
+            return False
+        if fate == "referenced":
             self.report(
                 f"contextq live: left tenant {name} (id {tenant_id}) in place: other rows "
                 "still refer to it (rows the API cannot delete, or the audit log's first "
                 "row); its keys and users are gone"
             )
             return True
-        if deleted:
-            return False
         (chained,) = one_row(
             self.database.query(tenant_sql.COUNT_CHAINED, {"tenant_id": tenant_id}),
             "counting chained audit rows",
@@ -374,16 +383,7 @@ class LiveStack:
     def _reap_one(self, tenant_id: int, name: str, run_id: str, created: datetime) -> str:
         keys = len(self.database.query(tenant_sql.DELETE_KEYS, {"tenant_id": tenant_id}))
         users = len(self.database.query(tenant_sql.DELETE_USERS, {"tenant_id": tenant_id}))
-        try:
-            deleted = bool(
-                self.database.query(
-                    tenant_sql.DELETE_TENANT_UNLESS_CHAINED, {"tenant_id": tenant_id}
-                )
-            )
-        except LiveSetupError as exc:
-            if exc.sqlstate != FOREIGN_KEY_VIOLATION:
-                raise
-            deleted = False
+        deleted = self._delete_tenant_row(tenant_id) == "deleted"
         if not (keys or users or deleted):
             return ""
         return (

@@ -31,11 +31,11 @@ USES: Final[Mapping[str, tuple[str, ...]]] = {
 }
 
 # [assumed] One atomic statement: a tenant, its owner user and one key, ids from the
-# database. ``plan`` NULL means the free plan, the seed's (100 contexts).
+# database.
 PROVISION: Final = """
 WITH t AS (
     INSERT INTO tenants (name, plan, created_at)
-    VALUES (%(name)s, COALESCE(%(plan)s, 'free'), now())
+    VALUES (%(name)s, %(plan)s, now())
     RETURNING id
 ), u AS (
     INSERT INTO users (tenant_id, email, role, created_at)

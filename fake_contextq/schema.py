@@ -24,6 +24,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from fake_contextq import contract
+
 #: The one version this module creates and understands; bump it with every change.
 SCHEMA_VERSION = 2
 
@@ -116,7 +118,7 @@ tenants = sa.Table(
     metadata,
     _id(),
     sa.Column("name", SafeText, nullable=False),
-    sa.Column("plan", sa.String(32), nullable=False, server_default="free"),
+    sa.Column("plan", sa.String(32), nullable=False, server_default=contract.DEFAULT_PLAN),
     sa.Column("created_at", Timestamp, nullable=False),
     # Bumped by every context write or delete of the tenant: the search cache's check.
     sa.Column("contexts_revision", sa.BigInteger, nullable=False, server_default="0"),
