@@ -9,11 +9,10 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
-from urllib.parse import quote
 
 import httpx2
 
-from adapter import errors
+from adapter import errors, wire
 from adapter.types import (
     AgentSession,
     AgentTask,
@@ -30,7 +29,6 @@ from adapter.types import (
     Workspace,
     context_body,
 )
-from fake_contextq import contract
 
 T = TypeVar("T")
 
@@ -52,6 +50,20 @@ class Call(Generic[T]):
     # (idempotent on externalId). A create is never retried: a lost answer may hide a row.
     retryable: bool = False
 
+    @classmethod
+    def to(
+        cls,
+        route: wire.Route,
+        parse: Callable[[httpx2.Response], T],
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        retryable: bool = False,
+        **path_params: str | int,
+    ) -> Call[T]:
+        """A call of one endpoint of the contract's route table."""
+        return cls(route.method, route.path(**path_params), parse, params, json, retryable)
+
 
 def _none(_: httpx2.Response) -> None:
     return None
@@ -59,13 +71,6 @@ def _none(_: httpx2.Response) -> None:
 
 def _json(response: httpx2.Response) -> Any:
     return response.json()
-
-
-def external_id_segment(external_id: str) -> str:
-    """The external id as one path segment; '.' and '..' keep their dots encoded so URL
-    normalisation cannot remove them."""
-    segment = quote(external_id, safe="")
-    return segment.replace(".", "%2E") if segment in (".", "..") else segment
 
 
 # ----- contexts -----
@@ -90,7 +95,7 @@ def create_context(
         workspace=workspace,
         metadata=None if metadata is None else dict(metadata),
     )
-    return Call("POST", "/api/contexts", lambda r: Context.from_wire(r.json()), json=body)
+    return Call.to(wire.Routes.CREATE_CONTEXT, lambda r: Context.from_wire(r.json()), json=body)
 
 
 def list_contexts(
@@ -101,12 +106,9 @@ def list_contexts(
     limit: int | None,
     offset: int | None,
 ) -> Call[ContextPage]:
-    params = contract.list_params(
-        workspace=workspace, tag=tag, type=type, limit=limit, offset=offset
-    )
-    return Call(
-        "GET",
-        "/api/contexts",
+    params = wire.list_params(workspace=workspace, tag=tag, type=type, limit=limit, offset=offset)
+    return Call.to(
+        wire.Routes.LIST_CONTEXTS,
         lambda r: ContextPage.from_wire(r.json()),
         params=params,
         retryable=True,
@@ -117,58 +119,54 @@ def list_context_keys(
     *, workspace: str | None, tag: str | None, limit: int | None, offset: int | None
 ) -> Call[tuple[list[tuple[int, str | None, Any]], int]]:
     """A listing read for its keys only (id, externalId, metadata), for the memory tool."""
-    params = contract.list_params(
-        workspace=workspace, tag=tag, type=None, limit=limit, offset=offset
-    )
-    return Call(
-        "GET",
-        "/api/contexts",
-        lambda r: contract.read_keys(r.json()),
+    params = wire.list_params(workspace=workspace, tag=tag, type=None, limit=limit, offset=offset)
+    return Call.to(
+        wire.Routes.LIST_CONTEXTS,
+        lambda r: wire.read_keys(r.json()),
         params=params,
         retryable=True,
     )
 
 
 def get_context(context_id: int) -> Call[Context]:
-    return Call(
-        "GET",
-        f"/api/contexts/{int(context_id)}",
+    return Call.to(
+        wire.Routes.GET_CONTEXT,
         lambda r: Context.from_wire(r.json()),
         retryable=True,
+        context_id=int(context_id),
     )
 
 
 def get_context_by_external_id(external_id: str) -> Call[Context]:
-    return Call(
-        "GET",
-        "/api/contexts/by-external/" + external_id_segment(external_id),
+    return Call.to(
+        wire.Routes.GET_CONTEXT_BY_EXTERNAL,
         lambda r: Context.from_wire(r.json()),
         retryable=True,
+        external_id=external_id,
     )
 
 
 def update_context(context_id: int, fields: Mapping[str, Any]) -> Call[Context]:
     body = context_body(**dict(fields), keep_none=("external_id", "workspace", "metadata"))
-    return Call(
-        "PUT",
-        f"/api/contexts/{int(context_id)}",
+    return Call.to(
+        wire.Routes.UPDATE_CONTEXT,
         lambda r: Context.from_wire(r.json()),
         json=body,
         retryable=True,
+        context_id=int(context_id),
     )
 
 
 def delete_context(context_id: int) -> Call[None]:
-    return Call("DELETE", f"/api/contexts/{int(context_id)}", _none, retryable=True)
+    return Call.to(wire.Routes.DELETE_CONTEXT, _none, retryable=True, context_id=int(context_id))
 
 
 def bulk_upsert(items: Iterable[ContextInput | Mapping[str, Any]]) -> Call[BulkUpsertResult]:
-    wire = [i.to_wire() if isinstance(i, ContextInput) else context_body(**i) for i in items]
-    return Call(
-        "POST",
-        "/api/contexts/bulk-upsert",
+    rows = [i.to_wire() if isinstance(i, ContextInput) else context_body(**i) for i in items]
+    return Call.to(
+        wire.Routes.BULK_UPSERT,
         lambda r: BulkUpsertResult.from_wire(r.json()),
-        json=contract.bulk_body(wire),
+        json=wire.bulk_body(rows),
         retryable=True,
     )
 
@@ -177,30 +175,29 @@ def bulk_upsert(items: Iterable[ContextInput | Mapping[str, Any]]) -> Call[BulkU
 
 
 def list_workspaces() -> Call[list[Workspace]]:
-    return Call(
-        "GET",
-        "/api/workspaces",
-        lambda r: [Workspace.from_wire(w) for w in contract.read_items(r.json())],
+    return Call.to(
+        wire.Routes.LIST_WORKSPACES,
+        lambda r: [Workspace.from_wire(w) for w in wire.read_items(r.json())],
         retryable=True,
     )
 
 
 def create_workspace(slug: str, name: str | None) -> Call[Workspace]:
-    body = contract.workspace_body(slug, name)
-    return Call("POST", "/api/workspaces", lambda r: Workspace.from_wire(r.json()), json=body)
+    body = wire.workspace_body(slug, name)
+    return Call.to(wire.Routes.CREATE_WORKSPACE, lambda r: Workspace.from_wire(r.json()), json=body)
 
 
 def archive_workspace(slug: str) -> Call[Workspace]:
-    return Call(
-        "POST",
-        f"/api/workspaces/{quote(slug, safe='')}/archive",
+    return Call.to(
+        wire.Routes.ARCHIVE_WORKSPACE,
         lambda r: Workspace.from_wire(r.json()),
         retryable=True,
+        slug=slug,
     )
 
 
 def delete_workspace(slug: str) -> Call[None]:
-    return Call("DELETE", f"/api/workspaces/{quote(slug, safe='')}", _none, retryable=True)
+    return Call.to(wire.Routes.DELETE_WORKSPACE, _none, retryable=True, slug=slug)
 
 
 # ----- search -----
@@ -214,10 +211,9 @@ def search(
     tags: Sequence[str] | None,
     limit: int | None,
 ) -> Call[list[SearchResult]]:
-    body = contract.search_body(query, type=type, workspace=workspace, tags=tags, limit=limit)
-    return Call(
-        "POST",
-        "/api/search",
+    body = wire.search_body(query, type=type, workspace=workspace, tags=tags, limit=limit)
+    return Call.to(
+        wire.Routes.SEARCH,
         lambda r: SearchResult.many_from_wire(r.json()),
         json=body,
         retryable=True,
@@ -326,26 +322,24 @@ def start_session(
         parent_session_id=parent_session_id,
         metadata=None if metadata is None else dict(metadata),
     )
-    return Call(
-        "POST", "/api/agent/sessions", lambda r: AgentSession.from_wire(r.json()), json=body
-    )
+    return Call.to(wire.Routes.START_SESSION, lambda r: AgentSession.from_wire(r.json()), json=body)
 
 
 def get_session(session_id: int) -> Call[AgentSession]:
-    return Call(
-        "GET",
-        f"/api/agent/sessions/{int(session_id)}",
+    return Call.to(
+        wire.Routes.GET_SESSION,
         lambda r: AgentSession.from_wire(r.json()),
         retryable=True,
+        session_id=int(session_id),
     )
 
 
 def end_session(session_id: int, status: str, summary: str | None) -> Call[AgentSession]:
-    return Call(
-        "POST",
-        f"/api/agent/sessions/{int(session_id)}/end",
+    return Call.to(
+        wire.Routes.END_SESSION,
         lambda r: AgentSession.from_wire(r.json()),
         json=_body(status=status, summary=summary),
+        session_id=int(session_id),
     )
 
 
@@ -353,20 +347,20 @@ def checkpoint(
     session_id: int, seq: int, state: Mapping[str, Any], summary: str | None
 ) -> Call[Checkpoint]:
     # Never retried: a lost answer to a stored checkpoint would come back as seq_conflict.
-    return Call(
-        "POST",
-        f"/api/agent/sessions/{int(session_id)}/checkpoint",
+    return Call.to(
+        wire.Routes.CHECKPOINT,
         lambda r: Checkpoint.from_wire(r.json()),
         json=_body(seq=seq, state=dict(state), summary=summary),
+        session_id=int(session_id),
     )
 
 
 def resume(session_id: int) -> Call[Resume]:
-    return Call(
-        "GET",
-        f"/api/agent/sessions/{int(session_id)}/resume",
+    return Call.to(
+        wire.Routes.RESUME,
         lambda r: Resume.from_wire(r.json()),
         retryable=True,
+        session_id=int(session_id),
     )
 
 
@@ -378,9 +372,8 @@ def upsert_task(
     parent_key: str | None,
     evidence: str | None,
 ) -> Call[AgentTask]:
-    return Call(
-        "POST",
-        "/api/agent/tasks",
+    return Call.to(
+        wire.Routes.UPSERT_TASK,
         lambda r: AgentTask.from_wire(r.json()),
         json=_body(
             session_id=session_id,
@@ -395,48 +388,45 @@ def upsert_task(
 
 
 def tick_task(task_id: int, evidence: str) -> Call[AgentTask]:
-    return Call(
-        "POST",
-        f"/api/agent/tasks/{int(task_id)}/tick",
+    return Call.to(
+        wire.Routes.TICK_TASK,
         lambda r: AgentTask.from_wire(r.json()),
         json={"evidence": evidence},
         retryable=True,
+        task_id=int(task_id),
     )
 
 
 def list_tasks(session_id: int) -> Call[list[AgentTask]]:
-    return Call(
-        "GET",
-        f"/api/agent/sessions/{int(session_id)}/tasks",
-        lambda r: [AgentTask.from_wire(t) for t in contract.read_items(r.json())],
+    return Call.to(
+        wire.Routes.LIST_TASKS,
+        lambda r: [AgentTask.from_wire(t) for t in wire.read_items(r.json())],
         retryable=True,
+        session_id=int(session_id),
     )
 
 
 def add_lesson(
     text: str, workspace: str | None, session_id: int | None, tags: Sequence[str]
 ) -> Call[Lesson]:
-    return Call(
-        "POST",
-        "/api/agent/lessons",
+    return Call.to(
+        wire.Routes.ADD_LESSON,
         lambda r: Lesson.from_wire(r.json()),
         json=_body(text=text, workspace=workspace, session_id=session_id, tags=list(tags) or None),
     )
 
 
 def handoff(session_id: int | None, workspace: str | None) -> Call[Handoff]:
-    return Call(
-        "POST",
-        "/api/agent/handoff",
+    return Call.to(
+        wire.Routes.HANDOFF,
         lambda r: Handoff.from_wire(r.json()),
         json=_body(session_id=session_id, workspace=workspace),
     )
 
 
 def boot(goal: str, workspace: str | None, token_budget: int | None) -> Call[BootPack]:
-    return Call(
-        "POST",
-        "/api/agent/boot",
+    return Call.to(
+        wire.Routes.BOOT,
         lambda r: BootPack.from_wire(r.json()),
         json=_body(goal=goal, workspace=workspace, token_budget=token_budget),
         retryable=True,

@@ -20,12 +20,13 @@ from anthropic.lib.tools import ToolError
 from adapter import errors, paths
 from adapter.paths import ROOT, Location
 from adapter.types import Context, SearchResult, Workspace
-from fake_contextq.contract import (
+from adapter.wire import (
     CONTEXT_TYPES,
     LIST_MAX_LIMIT,
     MAX_CONTENT_BYTES,
     MAX_TAG_CHARS,
     MAX_WORKSPACE_SLUG_CHARS,
+    SEARCH_MAX_LIMIT,
     WORKSPACE_SLUG_RE,
 )
 
@@ -856,7 +857,7 @@ class MemoryCore:
             query.encode("utf-8")
         except UnicodeEncodeError:
             raise ToolError("The memory_recall query holds an unpaired surrogate.") from None
-        limit = max(1, min(int(limit), 50))
+        limit = max(1, min(int(limit), SEARCH_MAX_LIMIT))
         results: list[SearchResult] = yield Op(
             "search", (query,), {"tags": [self.tag], "workspace": self.pinned, "limit": limit}
         )

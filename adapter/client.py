@@ -16,7 +16,7 @@ from typing import Any, Self, TypeVar
 
 import httpx2
 
-from adapter import _api
+from adapter import _api, wire
 from adapter.types import (
     AgentSession,
     AgentTask,
@@ -33,7 +33,7 @@ from adapter.types import (
     SearchResult,
     Workspace,
 )
-from fake_contextq.contract import KEY_RE, LIST_MAX_LIMIT
+from adapter.wire import KEY_RE, LIST_MAX_LIMIT
 
 T = TypeVar("T")
 log = logging.getLogger("adapter")
@@ -77,7 +77,7 @@ class _Options:
         if parsed.scheme not in ("http", "https") or not parsed.host:
             raise ValueError(f"The ContextQ base URL {url!r} must be an http(s) URL with a host")
         self.base_url = url.rstrip("/")
-        self.headers = {"Authorization": f"Bearer {key}", "Accept": "application/json"}
+        self.headers = {"Authorization": wire.authorization(key), "Accept": "application/json"}
         self.timeout = timeout
         self.max_retries = max_retries
         self.retry_backoff = retry_backoff

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fake_contextq.contract import ErrorCode
+from adapter.wire import ErrorCode
 
 
 class ContextQError(Exception):

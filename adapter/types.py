@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from fake_contextq import contract
-from fake_contextq.contract import CONTEXT_WIRE_NAMES, WORKSPACE_WIRE_NAMES, parse_timestamp
+from adapter import wire
+from adapter.wire import CONTEXT_WIRE_NAMES, WORKSPACE_WIRE_NAMES, parse_timestamp
 
 
 def _wire(obj: Mapping[str, Any], names: Mapping[str, str], attr: str, default: Any = None) -> Any:
@@ -71,7 +71,7 @@ class ContextPage:
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> ContextPage:
-        rows, total, limit, offset = contract.read_page(obj)
+        rows, total, limit, offset = wire.read_page(obj)
         return cls([ContextSummary.from_wire(i) for i in rows], total, limit, offset)
 
 
@@ -104,12 +104,12 @@ class SearchResult:
     @classmethod
     def many_from_wire(cls, obj: Mapping[str, Any]) -> list[SearchResult]:
         """The results of a search answer, best first."""
-        return [cls(ContextSummary.from_wire(c), s, t) for c, s, t in contract.read_search(obj)]
+        return [cls(ContextSummary.from_wire(c), s, t) for c, s, t in wire.read_search(obj)]
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> SearchResult:
         """One result (a Boot Pack's fact has the same shape)."""
-        summary, score, snippet = contract.read_hit(obj)
+        summary, score, snippet = wire.read_hit(obj)
         return cls(ContextSummary.from_wire(summary), score, snippet)
 
 
@@ -121,7 +121,7 @@ class BulkUpsertResult:
 
     @classmethod
     def from_wire(cls, obj: Mapping[str, Any]) -> BulkUpsertResult:
-        created, updated, rows = contract.read_bulk(obj)
+        created, updated, rows = wire.read_bulk(obj)
         return cls(created, updated, [Context.from_wire(i) for i in rows])
 
 

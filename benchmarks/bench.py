@@ -537,7 +537,7 @@ def bench_stores(bench: Bench) -> None:
 
     import sqlalchemy as sa
 
-    from fake_contextq.sqlstore import SqlStore, database_url
+    from fake_contextq.stores.sql import SqlStore, database_url
 
     it = bench.iters(full=(400, 40), quick=(100, 10))
     stack = contextlib.ExitStack()
@@ -853,7 +853,7 @@ def bench_scripted_runs(bench: Bench) -> None:
     from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool
 
     from adapter import ContextQMemoryTool
-    from fake_contextq.scripted import ScriptedModel, text, tool_use
+    from fake_anthropic import ScriptedModel, text, tool_use
 
     it = bench.iters(full=(30, 3), quick=(8, 2))
     commands = _twenty_commands()

@@ -1,7 +1,7 @@
 """The wire contract's rules that a conformance test can observe, each with its source.
 
 ``seed`` rules are stated by the documents this project was made from; ``assumed`` rules
-are decided here where they are silent (and live in ``fake_contextq/contract.py``). Every
+are decided here where they are silent (and live in ``fake_contextq/wire.py``). Every
 conformance test names the rules it checks with ``@pytest.mark.contract("id", ...)``; the
 run's summary says, per rule, whether it held on the target.
 """

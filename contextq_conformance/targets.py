@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 import httpx2
 
-from adapter import ContextQClient
+from adapter import ContextQClient, wire
 from contextq_conformance._names import TARGETS
-
-ALL_SCOPES: Final = ("read", "write", "admin")
 
 
 class Recorder:
@@ -98,7 +96,7 @@ class FakeTarget:
 
     def tenant(self, plan: str | None = None) -> Tenant:
         made = self.fake.create_tenant() if plan is None else self.fake.create_tenant(plan=plan)
-        key = self.fake.mint_key(made, ALL_SCOPES)
+        key = self.fake.mint_key(made, wire.SCOPES)
         return Tenant(made.id, self._new_client(key), made)
 
     def client(self, tenant: Tenant, scopes: Iterable[str]) -> Client:

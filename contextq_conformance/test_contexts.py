@@ -9,7 +9,7 @@ import pytest
 from adapter.errors import ExternalIdTakenError, NotFoundError, ValidationError
 from contextq_conformance.targets import Target, Tenant
 
-# Spelled here, not taken from fake_contextq.contract (see test_search.py).
+# Spelled here, not taken from adapter.wire (see test_search.py).
 TYPES = (
     "reference", "feedback", "project", "incident", "lesson", "user", "synthesis", "map", "moc"
 )  # fmt: skip

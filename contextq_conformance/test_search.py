@@ -7,7 +7,7 @@ import pytest
 from adapter.errors import ValidationError
 from contextq_conformance.targets import Tenant
 
-# Spelled here, not taken from fake_contextq.contract: the suite states what ContextQ must
+# Spelled here, not taken from adapter.wire: the suite states what ContextQ must
 # do, so a fake whose contract drifts fails it instead of agreeing with itself.
 SEARCHABLE = ("reference", "feedback", "project", "incident", "lesson", "user")
 

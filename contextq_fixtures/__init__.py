@@ -34,7 +34,7 @@ from contextq_fixtures.live_fixtures import (
 from contextq_fixtures.report import sections
 
 if TYPE_CHECKING:
-    from fake_contextq.scripted import ScriptedModel
+    from fake_anthropic import ScriptedModel
 
 REPORT_OPTION = "--contextq-report"
 
@@ -79,7 +79,7 @@ def scripted_model(request: pytest.FixtureRequest) -> Iterator[ScriptedModel]:
     ``client`` / ``async_client`` need no network and no key. At teardown it fails the test
     if a request came after the script ended, or if turns were left unplayed (unless
     ``allow_unused()`` was called)."""
-    from fake_contextq.scripted import ScriptedModel
+    from fake_anthropic import ScriptedModel
 
     model = ScriptedModel()
     request.node.stash[MODEL_KEY] = model

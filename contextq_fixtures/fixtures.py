@@ -12,11 +12,11 @@ from adapter import (
     AsyncContextQMemoryTool,
     ContextQClient,
     ContextQMemoryTool,
+    wire,
 )
 from contextq_fixtures._state import FAKE_KEY, marker_options
-from fake_contextq import FakeContextQ, ServedFake, Tenant, contract
+from fake_contextq import FakeContextQ, ServedFake, Tenant
 
-ALL_SCOPES = ("read", "write", "admin")
 RETRY_BACKOFF = 0.001  # tests inject faults; retries need not wait
 
 
@@ -39,14 +39,14 @@ def contextq_tenant(request: pytest.FixtureRequest, fake_contextq: FakeContextQ)
     """A tenant of the fake, on the plan the ``contextq`` marker names (``free`` by default)."""
     options = marker_options(request.node)
     return fake_contextq.create_tenant(
-        options.get("tenant", "test-tenant"), plan=options.get("plan", contract.DEFAULT_PLAN)
+        options.get("tenant", "test-tenant"), plan=options.get("plan", wire.DEFAULT_PLAN)
     )
 
 
 @pytest.fixture
 def contextq_api_key(fake_contextq: FakeContextQ, contextq_tenant: Tenant) -> str:
     """A plaintext ``sk_live_`` key of the tenant with read, write and admin scopes."""
-    return fake_contextq.mint_key(contextq_tenant, ALL_SCOPES)
+    return fake_contextq.mint_key(contextq_tenant, wire.SCOPES)
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final, Literal
 
-from adapter import ContextQClient
+from adapter import ContextQClient, wire
 from adapter.errors import AuthenticationError, ContextQConnectionError
 from contextq_fixtures import tenant_sql
 from contextq_fixtures.database import (
@@ -32,14 +32,12 @@ from contextq_fixtures.database import (
     LiveSetupError,
     one_row,
 )
-from fake_contextq import contract
 
 #: Every throwaway tenant's name starts with this.
 TENANT_PREFIX: Final = "cqmt-live"
 _STAMP: Final = "%Y%m%dT%H%M%SZ"
 _NAME = re.compile(rf"^{TENANT_PREFIX}-(?P<run>[0-9a-f]{{8}})-(?P<at>\d{{8}}T\d{{6}}Z)-(?P<n>\d+)$")
 #: Scopes of the one key each throwaway tenant gets (admin drives workspaces too).
-SCOPES: Final = ("read", "write", "admin")
 
 Report = Callable[[str], None]
 TenantRowFate = Literal["deleted", "chained", "referenced"]
@@ -154,17 +152,17 @@ class LiveStack:
         """A new throwaway tenant with one verified key; on any failure nothing is left."""
         self._made += 1
         name = tenant_name(self.run_id, self.clock(), self._made)
-        key = contract.KEY_PREFIX + secrets.token_hex(20)
+        key = wire.KEY_PREFIX + secrets.token_hex(20)
         row = one_row(
             self.database.query(
                 tenant_sql.PROVISION,
                 {
                     "name": name,
-                    "plan": plan or contract.DEFAULT_PLAN,
+                    "plan": plan or wire.DEFAULT_PLAN,
                     "email": f"{name}@contextq-live.invalid",
-                    "key_hash": contract.hash_key(key),
-                    "prefix": contract.key_display_prefix(key),
-                    "scopes": list(SCOPES),
+                    "key_hash": wire.hash_key(key),
+                    "prefix": wire.key_display_prefix(key),
+                    "scopes": list(wire.SCOPES),
                 },
             ),
             "provisioning a throwaway tenant",
@@ -193,7 +191,7 @@ class LiveStack:
             raise LiveSetupError(
                 f"ContextQ at {tenant.base_url} refused the key minted by direct INSERT "
                 f"({exc.status} {exc.code}): the assumed api_keys columns or key hash "
-                "(sha256 hex of the whole key, see fake_contextq/contract.py) do not match "
+                "(sha256 hex of the whole key, see fake_contextq/wire.py) do not match "
                 "this ContextQ's, or the API reads another database than "
                 f"{self.database.description}"
             ) from None
@@ -206,13 +204,13 @@ class LiveStack:
     def mint_key(self, tenant: LiveTenant, scopes: tuple[str, ...]) -> str:
         """Another key of a throwaway tenant, with exactly ``scopes`` (cleanup removes it
         with the others)."""
-        key = contract.KEY_PREFIX + secrets.token_hex(20)
+        key = wire.KEY_PREFIX + secrets.token_hex(20)
         rows = self.database.query(
             tenant_sql.MINT_KEY,
             {
                 "tenant_id": tenant.tenant_id,
-                "key_hash": contract.hash_key(key),
-                "prefix": contract.key_display_prefix(key),
+                "key_hash": wire.hash_key(key),
+                "prefix": wire.key_display_prefix(key),
                 "scopes": list(scopes),
             },
         )
@@ -221,7 +219,7 @@ class LiveStack:
 
     def revoke_key(self, key: str) -> None:
         """Revoke a key by SQL, as an admin of the stack would."""
-        rows = self.database.query(tenant_sql.REVOKE_KEY, {"key_hash": contract.hash_key(key)})
+        rows = self.database.query(tenant_sql.REVOKE_KEY, {"key_hash": wire.hash_key(key)})
         one_row(rows, "revoking a key")
 
     def audit_rows(self, tenant: LiveTenant) -> int:

@@ -1,4 +1,4 @@
-"""Run the fake's command line in a subprocess and read its banner, for the e2e tests."""
+"""Run the fakes' command lines in a subprocess and read their banners, for the e2e tests."""
 
 from __future__ import annotations
 
@@ -19,12 +19,22 @@ def _has_store(args: tuple[str, ...]) -> bool:
     return any(a in ("--db", "--memory", "--database-url") for a in args)
 
 
-def cli_command() -> list[str]:
-    script = Path(sys.executable).with_name("fake-contextq")
+def _command(script_name: str, module: str) -> list[str]:
+    script = Path(sys.executable).with_name(script_name)
     if script.exists():
         return [str(script)]
-    found = shutil.which("fake-contextq")
-    return [found] if found else [sys.executable, "-m", "fake_contextq.cli"]
+    found = shutil.which(script_name)
+    return [found] if found else [sys.executable, "-m", module]
+
+
+def cli_command() -> list[str]:
+    """``fake-contextq``, as installed beside this interpreter."""
+    return _command("fake-contextq", "fake_contextq.cli")
+
+
+def anthropic_command() -> list[str]:
+    """``fake-anthropic``, as installed beside this interpreter."""
+    return _command("fake-anthropic", "fake_anthropic.cli")
 
 
 @dataclass
@@ -87,11 +97,11 @@ def stop(served: Served) -> tuple[int, str, str]:
 
 
 def start_model(script: list[object], directory: Path) -> tuple[subprocess.Popen[str], str]:
-    """``fake-contextq model`` playing ``script``, and its base URL once it answers."""
+    """``fake-anthropic serve`` playing ``script``, and its base URL once it answers."""
     path = directory / "script.json"
     path.write_text(json.dumps(script))
     process = subprocess.Popen(
-        [*cli_command(), "model", str(path)],
+        [*anthropic_command(), "serve", str(path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -110,4 +120,4 @@ def start_model(script: list[object], directory: Path) -> tuple[subprocess.Popen
                 except httpx2.TransportError:
                     time.sleep(0.05)
     process.kill()
-    raise AssertionError("fake-contextq model printed no URL")
+    raise AssertionError("fake-anthropic serve printed no URL")

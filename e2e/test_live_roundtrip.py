@@ -1,6 +1,6 @@
 """``e2e/live_memory_roundtrip.py`` end to end with no Docker and no real Claude: ContextQ is
 ``fake-contextq serve --database-url`` on the machine's Postgres, Claude is the scripted
-model served by ``fake-contextq model``, and the database is reached by DSN or through the
+model served by ``fake-anthropic serve``, and the database is reached by DSN or through the
 Docker Engine API stand-in."""
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def _run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 def _run_with_model(
     script: list[object], stack: Stack, directory: Path
 ) -> tuple[subprocess.CompletedProcess[str], str, int, str]:
-    """The script against ``fake-contextq model`` playing ``script``: its result, the
+    """The script against ``fake-anthropic serve`` playing ``script``: its result, the
     model's URL, and how the model ended (exit code, output)."""
     model, model_url = start_model(script, directory)
     try:

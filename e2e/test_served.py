@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from e2e.processes import Served, cli_command, start, start_model, stop
+from e2e.processes import Served, anthropic_command, cli_command, start, start_model, stop
 from fake_contextq import FakeContextQ
 
 NOTE = {"type": "reference", "title": "Prefs", "content": "Likes TypeScript."}
@@ -202,7 +202,7 @@ def test_serve_in_thread_shares_state_with_the_object() -> None:
             httpx2.get(url + "/api/contexts")
 
 
-# ----- fake-contextq model: the scripted model for other processes -----
+# ----- fake-anthropic serve: the scripted model for other processes -----
 
 
 def test_the_scripted_model_serves_another_process(tmp_path: Path) -> None:
@@ -220,22 +220,22 @@ def test_the_scripted_model_serves_another_process(tmp_path: Path) -> None:
     assert 'text "Hello from the script."' in out
 
 
-def test_an_unplayed_script_fails_the_model_command(tmp_path: Path) -> None:
+def test_an_unplayed_script_fails_fake_anthropic_serve(tmp_path: Path) -> None:
     process, _ = start_model([[{"type": "text", "text": "never asked"}]], tmp_path)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=20)
     assert process.returncode == 1
-    assert "fake-contextq model:" in err and "Traceback" not in err
+    assert "fake-anthropic serve:" in err and "Traceback" not in err
 
 
 def test_a_bad_script_file_is_one_clear_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     result = subprocess.run(
-        [*cli_command(), "model", str(bad)], capture_output=True, text=True, timeout=30
+        [*anthropic_command(), "serve", str(bad)], capture_output=True, text=True, timeout=30
     )
     assert result.returncode == 2
-    assert result.stderr.startswith(f"fake-contextq model: cannot load {bad}")
+    assert result.stderr.startswith(f"fake-anthropic serve: cannot load {bad}")
     assert "Traceback" not in result.stderr
 
 

@@ -1,6 +1,6 @@
 """A strict, fast, observable fake of ContextQ, in-process or served over HTTP.
 
-Names load on first use, so ``fake_contextq.contract`` (the wire contract, which the
+Names load on first use, so ``adapter.wire`` (the wire contract, which the
 ``adapter`` client reads too) can be imported without importing FastAPI and uvicorn.
 """
 
@@ -10,38 +10,38 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fake_contextq.errors import ApiError, AuditChainError, ValidationFailed
-    from fake_contextq.fake import FakeContextQ
-    from fake_contextq.faults import Fault, Faults
-    from fake_contextq.journal import Journal, JournalEntry
-    from fake_contextq.models import ContextQBackend
-    from fake_contextq.records import ApiKey, AuditRow, Context, Tenant, Workspace
-    from fake_contextq.server import ServedFake
-    from fake_contextq.sqlstore import SchemaVersionError, SqlStore
-    from fake_contextq.store import MemoryStore, Store
+    from fake_contextq.domain.backend import ContextQBackend
+    from fake_contextq.domain.errors import ApiError, AuditChainError, ValidationFailed
+    from fake_contextq.domain.records import ApiKey, AuditRow, Context, Tenant, Workspace
+    from fake_contextq.domain.store import Store
+    from fake_contextq.fake import FakeContextQ, ServedFake
+    from fake_contextq.http.faults import Fault, Faults
+    from fake_contextq.http.journal import Journal, JournalEntry
+    from fake_contextq.stores.memory import MemoryStore
+    from fake_contextq.stores.sql import SchemaVersionError, SqlStore
 
 __version__ = "0.1.0"
 
 _HOMES = {
-    "ApiError": "errors",
-    "AuditChainError": "errors",
-    "ValidationFailed": "errors",
+    "ApiError": "domain.errors",
+    "AuditChainError": "domain.errors",
+    "ValidationFailed": "domain.errors",
     "FakeContextQ": "fake",
-    "Fault": "faults",
-    "Faults": "faults",
-    "Journal": "journal",
-    "JournalEntry": "journal",
-    "ContextQBackend": "models",
-    "ApiKey": "records",
-    "AuditRow": "records",
-    "Context": "records",
-    "Tenant": "records",
-    "Workspace": "records",
-    "ServedFake": "server",
-    "SchemaVersionError": "sqlstore",
-    "SqlStore": "sqlstore",
-    "MemoryStore": "store",
-    "Store": "store",
+    "Fault": "http.faults",
+    "Faults": "http.faults",
+    "Journal": "http.journal",
+    "JournalEntry": "http.journal",
+    "ContextQBackend": "domain.backend",
+    "ApiKey": "domain.records",
+    "AuditRow": "domain.records",
+    "Context": "domain.records",
+    "Tenant": "domain.records",
+    "Workspace": "domain.records",
+    "ServedFake": "fake",
+    "SchemaVersionError": "stores.sql",
+    "SqlStore": "stores.sql",
+    "MemoryStore": "stores.memory",
+    "Store": "domain.store",
 }
 
 __all__ = [

@@ -1,39 +1,43 @@
 """Every error code and message the fake answers with, in one place.
 
-Codes and statuses follow the wire contract (see ``contract.ERROR_STATUS``); the
+Codes and statuses follow the wire contract (``adapter.wire``); the
 messages are this project's wording. Tests import these constants instead of
 repeating strings, so a message changes in one place.
 """
 
 from __future__ import annotations
 
-# Error codes (the ``error`` field of every error body).
-UNAUTHORIZED = "unauthorized"
-SCOPE_DENIED = "scope_denied"
-NOT_FOUND = "not_found"
-VALIDATION_ERROR = "validation_error"
-EXTERNAL_ID_TAKEN = "external_id_taken"
-WORKSPACE_TAKEN = "workspace_taken"
-SEQ_CONFLICT = "seq_conflict"
-WORKSPACE_NOT_EMPTY = "workspace_not_empty"
-QUOTA_EXCEEDED = "quota_exceeded"
-NO_WORKSPACE = "no_workspace"
-EVIDENCE_REQUIRED = "evidence_required"
-LLM_UNAVAILABLE = "llm_unavailable"
-PAYLOAD_TOO_LARGE = "payload_too_large"
-UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
-INJECTED_FAULT = "injected_fault"
-INTERNAL_ERROR = "internal_error"
+from adapter.wire import AUTH_SCHEME, KEY_PREFIX, ErrorCode
+
+# Error codes (the ``error`` field of every error body): the contract's, and one of the fake's.
+UNAUTHORIZED = ErrorCode.UNAUTHORIZED
+SCOPE_DENIED = ErrorCode.SCOPE_DENIED
+NOT_FOUND = ErrorCode.NOT_FOUND
+VALIDATION_ERROR = ErrorCode.VALIDATION_ERROR
+EXTERNAL_ID_TAKEN = ErrorCode.EXTERNAL_ID_TAKEN
+WORKSPACE_TAKEN = ErrorCode.WORKSPACE_TAKEN
+SEQ_CONFLICT = ErrorCode.SEQ_CONFLICT
+WORKSPACE_NOT_EMPTY = ErrorCode.WORKSPACE_NOT_EMPTY
+QUOTA_EXCEEDED = ErrorCode.QUOTA_EXCEEDED
+NO_WORKSPACE = ErrorCode.NO_WORKSPACE
+EVIDENCE_REQUIRED = ErrorCode.EVIDENCE_REQUIRED
+LLM_UNAVAILABLE = ErrorCode.LLM_UNAVAILABLE
+PAYLOAD_TOO_LARGE = ErrorCode.PAYLOAD_TOO_LARGE
+UNSUPPORTED_MEDIA_TYPE = ErrorCode.UNSUPPORTED_MEDIA_TYPE
+INTERNAL_ERROR = ErrorCode.INTERNAL_ERROR
+INJECTED_FAULT = "injected_fault"  # the fake's own: an answer a test injected
+
+_KEY_SHAPE = f"{AUTH_SCHEME} {KEY_PREFIX}<40 hex>"
 
 # 401
-MISSING_AUTH = "Missing Authorization header; send 'Authorization: Bearer sk_live_<40 hex>'."
-NOT_BEARER = "Authorization header must use the Bearer scheme: 'Bearer sk_live_<40 hex>'."
+MISSING_AUTH = f"Missing Authorization header; send 'Authorization: {_KEY_SHAPE}'."
+NOT_BEARER = f"Authorization header must use the {AUTH_SCHEME} scheme: '{_KEY_SHAPE}'."
 MALFORMED_KEY = "Malformed API key: expected 'sk_live_' followed by 40 lowercase hex characters."
 UNKNOWN_KEY = "Unknown API key."
 REVOKED_KEY = "This API key has been revoked."
 CONTROL_TOKEN_REQUIRED = (
     "Control endpoints need the control token the server printed at start "
-    "(Authorization: Bearer <control token>); API keys are not accepted here."
+    f"(Authorization: {AUTH_SCHEME} <control token>); API keys are not accepted here."
 )
 
 # 403

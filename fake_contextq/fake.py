@@ -5,23 +5,24 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 import httpx2
 
-from fake_contextq import contract
-from fake_contextq.app import ASGIApp, create_app
-from fake_contextq.embeddings import Embedder, checked, hashing_embedder
-from fake_contextq.faults import Faults
-from fake_contextq.handoff import Summariser, builtin_summariser
-from fake_contextq.journal import Journal
-from fake_contextq.models import ContextQBackend
-from fake_contextq.records import ApiKey, AuditRow, Context, Lesson, Tenant, Workspace
-from fake_contextq.store import Store
-from fake_contextq.transport import AsyncInProcessTransport, InProcessTransport, LoopRunner
-
-if TYPE_CHECKING:
-    from fake_contextq.server import ServedFake
+from adapter import wire
+from fake_contextq.domain import render
+from fake_contextq.domain.backend import ContextQBackend
+from fake_contextq.domain.embeddings import Embedder, checked, hashing_embedder
+from fake_contextq.domain.handoff import Summariser, builtin_summariser
+from fake_contextq.domain.records import ApiKey, AuditRow, Context, Lesson, Tenant, Workspace
+from fake_contextq.domain.store import Store
+from fake_contextq.http._io import ASGIApp
+from fake_contextq.http.app import create_app
+from fake_contextq.http.faults import Faults
+from fake_contextq.http.journal import Journal
+from fake_contextq.http.transport import AsyncInProcessTransport, InProcessTransport, LoopRunner
+from fake_contextq.stores.memory import MemoryStore
+from fake_server import ServedApp
 
 TenantRef = Tenant | int
 
@@ -73,10 +74,12 @@ class FakeContextQ:
         if database_url is not None:
             if store is not None:
                 raise TypeError("give store= or database_url=, not both")
-            from fake_contextq.sqlstore import SqlStore
+            from fake_contextq.stores.sql import SqlStore
 
             store = SqlStore(database_url)
-        self.backend = ContextQBackend(store, clock, embed=embedder, llm=summariser)
+        self.backend = ContextQBackend(
+            MemoryStore() if store is None else store, clock, embed=embedder, llm=summariser
+        )
         self.journal = Journal()
         self.faults = Faults()
         self.app: ASGIApp = create_app(self.backend, self.journal, self.faults)
@@ -88,10 +91,10 @@ class FakeContextQ:
 
     # ----- state set-up -----
 
-    def create_tenant(self, name: str | None = None, plan: str = contract.DEFAULT_PLAN) -> Tenant:
+    def create_tenant(self, name: str | None = None, plan: str = wire.DEFAULT_PLAN) -> Tenant:
         return self.backend.create_tenant(name, plan)
 
-    def mint_key(self, tenant: TenantRef, scopes: Iterable[str] = ("read", "write")) -> str:
+    def mint_key(self, tenant: TenantRef, scopes: Iterable[str] = wire.DEFAULT_KEY_SCOPES) -> str:
         """A new plaintext ``sk_live_`` key for the tenant; only its hash is stored."""
         return self.backend.mint_key(_tenant_id(tenant), scopes)
 
@@ -120,7 +123,7 @@ class FakeContextQ:
 
     def context_json(self, tenant: TenantRef) -> list[dict[str, Any]]:
         """The tenant's contexts as the API would render them."""
-        return [contract.context_json(c) for c in self.contexts(tenant)]
+        return [render.context_json(c) for c in self.contexts(tenant)]
 
     def workspaces(self, tenant: TenantRef) -> list[Workspace]:
         return self.backend.workspaces(_tenant_id(tenant))
@@ -164,7 +167,7 @@ class FakeContextQ:
 
     def control_app(self, token: str) -> ASGIApp:
         """The API plus the ``/_fake/`` control routes, guarded by ``token``."""
-        return create_app(self.backend, self.journal, self.faults, fake=self, control_token=token)
+        return create_app(self.backend, self.journal, self.faults, control_token=token)
 
     def serve(
         self,
@@ -178,8 +181,6 @@ class FakeContextQ:
 
         Use it as a context manager; it returns once the server accepts connections.
         """
-        from fake_contextq.server import ServedFake
-
         app = self.app if control_token is None else self.control_app(control_token)
         served = ServedFake(
             app, host, port, ready_timeout=ready_timeout, fake=self, control_token=control_token
@@ -209,4 +210,23 @@ class FakeContextQ:
 
 
 def _auth(api_key: str | None) -> dict[str, str]:
-    return {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
+    return {} if api_key is None else {"Authorization": wire.authorization(api_key)}
+
+
+class ServedFake(ServedApp):
+    """A ``FakeContextQ`` served over HTTP: its ``url``, the ``fake`` behind it and, when
+    the control routes are on, their ``control_token``."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        ready_timeout: float = 10.0,
+        fake: FakeContextQ | None = None,
+        control_token: str | None = None,
+    ) -> None:
+        super().__init__(app, host, port, ready_timeout=ready_timeout, name="fake-contextq")
+        self.fake = fake
+        self.control_token = control_token

@@ -13,8 +13,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from contextq_fixtures.live import LiveConfig
-from fake_contextq import FakeContextQ
-from fake_contextq.server import ServedFake
+from fake_contextq import FakeContextQ, ServedFake
 from tests.docker_engine import DockerEngineStandIn, StandInContainer
 from tests.stores import postgres_schema
 

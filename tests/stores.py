@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from fake_contextq import schema as s
-from fake_contextq.sqlstore import SqlStore
-from fake_contextq.store import MemoryStore, Store
+from fake_contextq.domain.store import Store
+from fake_contextq.stores import schema as s
+from fake_contextq.stores.memory import MemoryStore
+from fake_contextq.stores.sql import SqlStore
 
 STORE_KINDS = ("memory", "sqlite", "postgres")
 

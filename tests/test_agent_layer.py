@@ -24,12 +24,13 @@ from hypothesis.stateful import (
     rule,
 )
 
-from fake_contextq import FakeContextQ, Tenant, contract
-from fake_contextq.handoff import HandoffMaterial
+from adapter import wire
+from fake_contextq import FakeContextQ, Tenant
+from fake_contextq.domain.handoff import HandoffMaterial
 from tests.conftest import ALL_SCOPES, context_body
 
-A = contract.AgentAction
-DIM = contract.EMBEDDING_DIMENSIONS
+A = wire.AgentAction
+DIM = wire.EMBEDDING_DIMENSIONS
 
 
 # ----- helpers ---------------------------------------------------------------------------------
@@ -109,7 +110,7 @@ def norm(vector: tuple[float, ...]) -> float:
 def pack_cost(pack: dict[str, Any]) -> int:
     """The token estimate of everything a Boot Pack carries (what the budget bounds)."""
     parts: list[Any] = [pack["resume"], pack["handoff"], *pack["lessons"], *pack["facts"]]
-    return sum(contract.estimate_tokens(p) for p in parts if p is not None)
+    return sum(wire.estimate_tokens(p) for p in parts if p is not None)
 
 
 @pytest.fixture
@@ -265,7 +266,7 @@ def test_session_start_get_and_shape(client: httpx2.Client, fake: FakeContextQ) 
     }
     assert created["workspace"] is None
     assert created["parent_session_id"] is None
-    assert created["status"] == contract.SESSION_STATUS_ACTIVE
+    assert created["status"] == wire.SESSION_STATUS_ACTIVE
     assert created["summary"] is None and created["ended_at"] is None
     assert created["metadata"] == {}
     assert created["started_at"].endswith("Z")
@@ -308,7 +309,7 @@ def test_session_metadata_null_is_empty_and_bad_metadata_is_refused(
             client.post("/api/agent/sessions", json={"metadata": bad}), 400, "validation_error"
         )
         assert issue_paths(body) == {"metadata"}
-    too_big = {"blob": "x" * contract.MAX_METADATA_BYTES}
+    too_big = {"blob": "x" * wire.MAX_METADATA_BYTES}
     body = error(
         client.post("/api/agent/sessions", json={"metadata": too_big}), 400, "validation_error"
     )
@@ -316,7 +317,7 @@ def test_session_metadata_null_is_empty_and_bad_metadata_is_refused(
     assert actions(fake) == [A.SESSION_START]
 
 
-@pytest.mark.parametrize("status", contract.SESSION_END_STATUSES)
+@pytest.mark.parametrize("status", wire.SESSION_END_STATUSES)
 def test_session_end_with_each_status(
     client: httpx2.Client, fake: FakeContextQ, status: str
 ) -> None:
@@ -342,7 +343,7 @@ def test_session_end_with_each_status(
         {"status": None},
         {"status": 1},
         {"status": "completed", "summary": 5},
-        {"status": "completed", "summary": "x" * (contract.MAX_TEXT_CHARS + 1)},
+        {"status": "completed", "summary": "x" * (wire.MAX_TEXT_CHARS + 1)},
     ],
 )
 def test_session_end_refuses_a_bad_status(
@@ -506,7 +507,7 @@ def test_the_full_life_of_a_run_and_the_boot_of_the_next(llm_fake: FakeContextQ)
         assert resume(c, nxt["id"]) == {"session": nxt, "checkpoint": None, "open_tasks": []}
 
     assert actions(fake) == [
-        contract.AuditAction.CONTEXT_CREATE,
+        wire.AuditAction.CONTEXT_CREATE,
         A.SESSION_START,
         A.CHECKPOINT,
         A.CHECKPOINT,
@@ -588,13 +589,13 @@ def test_oversized_state_is_refused_and_nothing_is_stored(
     client: httpx2.Client, fake: FakeContextQ
 ) -> None:
     sid = start(client)["id"]
-    overhead = len(contract.canonical_json({"b": ""}).encode())
-    at_limit = {"b": "x" * (contract.MAX_STATE_BYTES - overhead)}
-    over = {"b": "x" * (contract.MAX_STATE_BYTES - overhead + 1)}
-    assert len(contract.canonical_json(at_limit).encode()) == contract.MAX_STATE_BYTES
+    overhead = len(wire.canonical_json({"b": ""}).encode())
+    at_limit = {"b": "x" * (wire.MAX_STATE_BYTES - overhead)}
+    over = {"b": "x" * (wire.MAX_STATE_BYTES - overhead + 1)}
+    assert len(wire.canonical_json(at_limit).encode()) == wire.MAX_STATE_BYTES
     # multi-byte characters count as bytes, not characters
-    wide = {"b": "é" * ((contract.MAX_STATE_BYTES - overhead) // 2 + 1)}
-    assert len(contract.canonical_json(wide)) <= contract.MAX_STATE_BYTES
+    wide = {"b": "é" * ((wire.MAX_STATE_BYTES - overhead) // 2 + 1)}
+    assert len(wire.canonical_json(wide)) <= wire.MAX_STATE_BYTES
     for state in (over, wide):
         body = error(checkpoint(client, sid, 1, state), 400, "validation_error")
         assert issue_paths(body) == {"state"}
@@ -610,17 +611,17 @@ def test_resume_is_the_latest_checkpoint_and_only_open_tasks(client: httpx2.Clie
     assert resume(client, sid)["checkpoint"] is None
     cps = [ok(checkpoint(client, sid, i, {"i": i}, summary=f"s{i}"), 201) for i in (1, 2, 3, 4)]
     created = {}
-    for status in contract.TASK_STATUSES:
-        extra = {"evidence": "proof"} if status == contract.TASK_VERIFIED else {}
+    for status in wire.TASK_STATUSES:
+        extra = {"evidence": "proof"} if status == wire.TASK_VERIFIED else {}
         created[status] = ok(upsert(client, sid, status, status=status, **extra), 201)
     ticked = ok(upsert(client, sid, "ticked"), 201)
     ok(tick(client, ticked["id"], "done"))
     found = resume(client, sid)
     assert found["checkpoint"] == cps[-1]
     assert found["session"] == ok(client.get(f"/api/agent/sessions/{sid}"))
-    assert [t["key"] for t in found["open_tasks"]] == list(contract.TASK_OPEN_STATUSES)
-    assert all(t["status"] in contract.TASK_OPEN_STATUSES for t in found["open_tasks"])
-    assert found["open_tasks"] == [created[s] for s in contract.TASK_OPEN_STATUSES]
+    assert [t["key"] for t in found["open_tasks"]] == list(wire.TASK_OPEN_STATUSES)
+    assert all(t["status"] in wire.TASK_OPEN_STATUSES for t in found["open_tasks"])
+    assert found["open_tasks"] == [created[s] for s in wire.TASK_OPEN_STATUSES]
 
 
 def test_checkpoint_seq_race_over_real_http(
@@ -688,7 +689,7 @@ def test_task_upsert_is_keyed_by_session_and_key(client: httpx2.Client, fake: Fa
     assert actions(fake).count(A.TASK_UPSERT) == 3
 
 
-@pytest.mark.parametrize("status", contract.TASK_OPEN_STATUSES)
+@pytest.mark.parametrize("status", wire.TASK_OPEN_STATUSES)
 def test_task_open_statuses(client: httpx2.Client, status: str) -> None:
     sid = start(client)["id"]
     task = ok(upsert(client, sid, "t", status=status), 201)
@@ -795,12 +796,12 @@ def test_tasks_of_another_tenant_are_invisible(
         ({"session_id": "1", "key": "k", "title": "t"}, {"session_id"}),
         ({"session_id": 0, "key": "k", "title": "t"}, {"session_id"}),
         ({"key": "", "title": "t"}, {"key"}),
-        ({"key": "k" * (contract.MAX_TASK_KEY_CHARS + 1), "title": "t"}, {"key"}),
+        ({"key": "k" * (wire.MAX_TASK_KEY_CHARS + 1), "title": "t"}, {"key"}),
         ({"key": "k", "title": ""}, {"title"}),
         ({"key": 5, "title": ["t"]}, {"key", "title"}),
         ({"key": "k", "title": "t", "parent_key": ""}, {"parent_key"}),
         ({"key": "k", "title": "t", "evidence": 5}, {"evidence"}),
-        ({"key": "k", "title": "t", "evidence": "e" * (contract.MAX_TEXT_CHARS + 1)}, {"evidence"}),
+        ({"key": "k", "title": "t", "evidence": "e" * (wire.MAX_TEXT_CHARS + 1)}, {"evidence"}),
     ],
 )
 def test_task_body_validation(
@@ -839,10 +840,10 @@ def test_lessons_are_recalled_by_meaning(
 
 
 def test_boot_recalls_at_most_the_contract_number_of_lessons(client: httpx2.Client) -> None:
-    for i in range(contract.BOOT_LESSONS + 3):
+    for i in range(wire.BOOT_LESSONS + 3):
         lesson(client, f"lesson number {i} about deploys")
-    pack = boot(client, "deploys", token_budget=contract.MAX_TOKEN_BUDGET)
-    assert len(pack["lessons"]) == contract.BOOT_LESSONS
+    pack = boot(client, "deploys", token_budget=wire.MAX_TOKEN_BUDGET)
+    assert len(pack["lessons"]) == wire.BOOT_LESSONS
 
 
 def test_without_embeddings_lessons_have_no_vector_and_boot_is_newest_first(
@@ -955,7 +956,7 @@ def test_lesson_workspace_and_session(
         ({}, {"text"}),
         ({"text": ""}, {"text"}),
         ({"text": 5}, {"text"}),
-        ({"text": "t" * (contract.MAX_TEXT_CHARS + 1)}, {"text"}),
+        ({"text": "t" * (wire.MAX_TEXT_CHARS + 1)}, {"text"}),
         ({"text": "x", "tags": "ops"}, {"tags"}),
         ({"text": "x", "tags": [""]}, {"tags.0"}),
         ({"text": "x", "tags": [1]}, {"tags.0"}),
@@ -1019,13 +1020,13 @@ def test_boot_stays_within_its_token_budget(llm_fake: FakeContextQ) -> None:
     tenant = llm_fake.create_tenant()
     with llm_fake.client(llm_fake.mint_key(tenant, ALL_SCOPES)) as c:
         _fill(llm_fake, tenant, c)
-        full = boot(c, "migrate the schema", workspace="ws", token_budget=contract.MAX_TOKEN_BUDGET)
+        full = boot(c, "migrate the schema", workspace="ws", token_budget=wire.MAX_TOKEN_BUDGET)
         assert full["resume"] is not None and full["handoff"] is not None
         assert len(full["lessons"]) == 3 and len(full["facts"]) == 4
         assert full["truncated"] is False
         total = full["tokens_used"]
         assert total == pack_cost(full) > 0
-        assert full["token_budget"] == contract.MAX_TOKEN_BUDGET
+        assert full["token_budget"] == wire.MAX_TOKEN_BUDGET
         lesson_ids = {x["id"] for x in full["lessons"]}
         fact_ids = {f["context"]["id"] for f in full["facts"]}
 
@@ -1048,7 +1049,7 @@ def test_boot_stays_within_its_token_budget(llm_fake: FakeContextQ) -> None:
 
 def test_boot_defaults_its_budget(client: httpx2.Client) -> None:
     pack = boot(client, "anything")
-    assert pack["token_budget"] == contract.DEFAULT_TOKEN_BUDGET
+    assert pack["token_budget"] == wire.DEFAULT_TOKEN_BUDGET
     assert pack == {
         "goal": "anything",
         "workspace": None,
@@ -1056,7 +1057,7 @@ def test_boot_defaults_its_budget(client: httpx2.Client) -> None:
         "handoff": None,
         "lessons": [],
         "facts": [],
-        "token_budget": contract.DEFAULT_TOKEN_BUDGET,
+        "token_budget": wire.DEFAULT_TOKEN_BUDGET,
         "tokens_used": 0,
         "truncated": False,
     }
@@ -1071,12 +1072,12 @@ def test_boot_defaults_its_budget(client: httpx2.Client) -> None:
         ({"goal": "g", "token_budget": "100"}, {"token_budget"}),
         ({"goal": "g", "token_budget": True}, {"token_budget"}),
         ({"goal": "g", "token_budget": None}, {"token_budget"}),
-        ({"goal": "g", "token_budget": contract.MAX_TOKEN_BUDGET + 1}, {"token_budget"}),
+        ({"goal": "g", "token_budget": wire.MAX_TOKEN_BUDGET + 1}, {"token_budget"}),
         ({}, {"goal"}),
         ({"token_budget": 100}, {"goal"}),
         ({"goal": ""}, {"goal"}),
         ({"goal": 7}, {"goal"}),
-        ({"goal": "g" * (contract.MAX_GOAL_CHARS + 1)}, {"goal"}),
+        ({"goal": "g" * (wire.MAX_GOAL_CHARS + 1)}, {"goal"}),
         ({"goal": "g", "workspace": 3}, {"workspace"}),
         ({"token_budget": 0}, {"goal", "token_budget"}),
     ],
@@ -1105,14 +1106,14 @@ def test_boot_facts_are_search_hits_among_the_tenants_contexts(
             ("Schema notes", "The schema has 40 tables."),
         ]
     ]
-    for i in range(contract.BOOT_FACTS + 2):
+    for i in range(wire.BOOT_FACTS + 2):
         ok(
             client.post("/api/contexts", json=context_body(title=f"schema extra {i}", content="x")),
             201,
         )
-    pack = boot(client, "migrate the schema", token_budget=contract.MAX_TOKEN_BUDGET)
+    pack = boot(client, "migrate the schema", token_budget=wire.MAX_TOKEN_BUDGET)
     facts = pack["facts"]
-    assert len(facts) == contract.BOOT_FACTS
+    assert len(facts) == wire.BOOT_FACTS
     assert facts[0]["context"]["id"] == mine[0]["id"]
     assert mine[1]["id"] not in {f["context"]["id"] for f in facts}
     scores = [f["score"] for f in facts]
@@ -1122,7 +1123,7 @@ def test_boot_facts_are_search_hits_among_the_tenants_contexts(
         assert isinstance(f["snippet"], str)
     search = ok(
         client.post(
-            "/api/search", json={"query": "migrate the schema", "limit": contract.BOOT_FACTS}
+            "/api/search", json={"query": "migrate the schema", "limit": wire.BOOT_FACTS}
         )
     )
     assert [f["context"] for f in facts] == [h["context"] for h in search["results"]]
@@ -1329,7 +1330,7 @@ def test_every_agent_write_appends_one_chained_row_and_reads_none(llm_fake: Fake
     rows = fake.audit_log()
     assert [(r.action, r.entity, r.entity_id) for r in rows] == expected
     assert all(r.tenant_id == tenant.id for r in rows)
-    assert all(r.actor_key_prefix == contract.key_display_prefix(key) for r in rows)
+    assert all(r.actor_key_prefix == wire.key_display_prefix(key) for r in rows)
     assert {r.action for r in rows} == {
         v for k, v in vars(A).items() if k.isupper() and isinstance(v, str)
     }
@@ -1391,7 +1392,7 @@ BAD_INPUT: list[tuple[str, str, dict[str, Any], int, str]] = [
     (
         "POST",
         "/api/agent/tasks/{tid}/tick",
-        {"json": {"evidence": "e" * (contract.MAX_TEXT_CHARS + 1)}},
+        {"json": {"evidence": "e" * (wire.MAX_TEXT_CHARS + 1)}},
         400,
         "validation_error",
     ),
@@ -1610,7 +1611,7 @@ class AgentLayerMachine(RuleBasedStateMachine):
         target=tasks,
         sid=sessions,
         key=st.sampled_from(["a", "b", "c"]),
-        status=st.sampled_from([None, *contract.TASK_STATUSES]),
+        status=st.sampled_from([None, *wire.TASK_STATUSES]),
         evidence=st.sampled_from([None, "", "  ", "proof"]),
         parent_key=st.sampled_from([None, None, "a"]),
         stranger=STRANGER,

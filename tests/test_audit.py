@@ -7,7 +7,8 @@ from itertools import pairwise
 import httpx2
 import pytest
 
-from fake_contextq import AuditChainError, FakeContextQ, Tenant, contract
+from adapter import wire
+from fake_contextq import AuditChainError, FakeContextQ, Tenant
 from tests.conftest import context_body
 from tests.stores import delete_audit, tamper_audit
 
@@ -28,7 +29,7 @@ def test_writes_append_chained_rows_and_reads_do_not(
     client.delete(f"/api/contexts/{created['id']}")
 
     rows = fake.audit_log()
-    A = contract.AuditAction
+    A = wire.AuditAction
     assert [r.action for r in rows] == [
         A.CONTEXT_CREATE,
         A.CONTEXT_UPDATE,
@@ -68,7 +69,7 @@ def test_the_hash_follows_the_contract_formula(client: httpx2.Client, fake: Fake
     client.post("/api/contexts", json=context_body())
     client.post("/api/contexts", json=context_body())
     first, second = fake.audit_log()
-    assert second.hash == contract.audit_hash(first.hash, second.hashed_fields())
+    assert second.hash == wire.audit_hash(first.hash, second.hashed_fields())
 
 
 @pytest.mark.parametrize(

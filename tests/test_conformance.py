@@ -76,12 +76,12 @@ def test_the_live_target_runs_through_throwaway_tenants(tmp_path: Path) -> None:
 
 
 BROKEN_SEARCH = '''
-from fake_contextq import contract
+from fake_contextq.domain import parse
 
 
 def pytest_configure(config):
     """A fake with one rule flipped: search accepts 'synthesis' as a type filter."""
-    contract.SEARCH_TYPES = (*contract.SEARCH_TYPES, "synthesis")
+    parse.SEARCH_TYPES = (*parse.SEARCH_TYPES, "synthesis")
 '''
 
 

@@ -9,7 +9,8 @@ from urllib.parse import quote
 import httpx2
 import pytest
 
-from fake_contextq import FakeContextQ, Tenant, contract
+from adapter import wire
+from fake_contextq import FakeContextQ, Tenant
 from tests.conftest import context_body
 
 MakeContext = Callable[..., dict[str, Any]]
@@ -75,7 +76,7 @@ def test_create_answers_201_with_the_whole_context(
     assert fake.contexts(tenant)[0].content == "Likes TypeScript."
 
 
-@pytest.mark.parametrize("type_", contract.CONTEXT_TYPES)
+@pytest.mark.parametrize("type_", wire.CONTEXT_TYPES)
 def test_create_accepts_all_nine_types(client: httpx2.Client, type_: str) -> None:
     assert client.post("/api/contexts", json=context_body(type=type_)).status_code == 201
 
@@ -156,16 +157,16 @@ def test_a_body_that_is_not_json_is_a_415(client: httpx2.Client) -> None:
 def test_content_over_one_mebibyte_is_refused_whole(
     client: httpx2.Client, fake: FakeContextQ, tenant: Tenant
 ) -> None:
-    at_limit = "a" * contract.MAX_CONTENT_BYTES
+    at_limit = "a" * wire.MAX_CONTENT_BYTES
     assert client.post("/api/contexts", json=context_body(content=at_limit)).status_code == 201
-    over = "é" * (contract.MAX_CONTENT_BYTES // 2 + 1)  # 2 bytes each in UTF-8
+    over = "é" * (wire.MAX_CONTENT_BYTES // 2 + 1)  # 2 bytes each in UTF-8
     issues = issues_of(client.post("/api/contexts", json=context_body(content=over)))
     assert "at most 1048576 bytes" in issues["content"]
     assert len(fake.contexts(tenant)) == 1
 
 
 def test_a_body_over_the_request_limit_is_a_413(client: httpx2.Client) -> None:
-    huge = b'{"x":"' + b"a" * contract.MAX_BODY_BYTES + b'"}'
+    huge = b'{"x":"' + b"a" * wire.MAX_BODY_BYTES + b'"}'
     response = client.post(
         "/api/contexts", content=huge, headers={"content-type": "application/json"}
     )
@@ -338,7 +339,7 @@ def test_list_holds_summaries_without_content(
     make_context()
     body = client.get("/api/contexts").json()
     assert body["total"] == 1
-    assert body["limit"] == contract.LIST_DEFAULT_LIMIT
+    assert body["limit"] == wire.LIST_DEFAULT_LIMIT
     assert body["offset"] == 0
     assert set(body["items"][0]) == SUMMARY_KEYS
 

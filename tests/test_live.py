@@ -21,7 +21,7 @@ from contextq_fixtures.live import (
     parse_tenant_name,
     tenant_name,
 )
-from fake_contextq import schema
+from fake_contextq.stores import schema
 from tests.live_stack import CONTAINER, DevStack, dev_stack
 
 

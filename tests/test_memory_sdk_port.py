@@ -89,8 +89,8 @@ from anthropic.types.beta import (
 )
 
 from adapter import AsyncContextQMemoryTool, ContextQMemoryTool
+from adapter.wire import MAX_CONTENT_BYTES
 from fake_contextq import FakeContextQ, Tenant
-from fake_contextq.contract import MAX_CONTENT_BYTES
 
 WORKSPACE = "acme"
 OWN_PREFIX = f"mem-tool:{WORKSPACE}/"  # the external ids the pinned tool writes

@@ -50,7 +50,7 @@ def test_a_failure_report_shows_the_journal(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*ContextQ requests (fake_contextq.journal)*",
+            "*ContextQ requests (fake_contextq.http.journal)*",
             "*method*target*status*tenant*ms*",
             "*POST*/api/contexts*201*",
         ]
@@ -128,7 +128,7 @@ def test_the_readme_example_is_the_downstream_example() -> None:
 
 def test_scripted_model_failures_fail_the_test(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("""
-        from fake_contextq.scripted import text
+        from fake_anthropic import text
 
         def test_unused(scripted_model):
             scripted_model.script(text("never played"))
@@ -156,7 +156,7 @@ def test_scripted_model_failures_fail_the_test(pytester: pytest.Pytester) -> Non
 def test_the_demo_command() -> None:
     import io
 
-    from fake_contextq.demo import run_demo
+    from contextq_demo import run_demo
 
     out = io.StringIO()
     assert run_demo(out) == 0

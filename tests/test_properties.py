@@ -30,8 +30,8 @@ from hypothesis.stateful import (
     rule,
 )
 
+from adapter.wire import AuditAction
 from fake_contextq import FakeContextQ
-from fake_contextq.contract import AuditAction
 
 ALL_SCOPES = ("read", "write", "admin")
 N_TENANTS = 3

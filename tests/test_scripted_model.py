@@ -26,9 +26,7 @@ import httpx2
 import pytest
 
 from adapter import AsyncContextQMemoryTool, ContextQMemoryTool
-from fake_contextq import FakeContextQ, Tenant
-from fake_contextq._scripted_assumptions import CLEARED_TOOL_RESULT_TEXT
-from fake_contextq.scripted import (
+from fake_anthropic import (
     Conversation,
     ScriptedModel,
     ToolResult,
@@ -37,6 +35,8 @@ from fake_contextq.scripted import (
     tool_use,
     turn,
 )
+from fake_anthropic._assumptions import CLEARED_TOOL_RESULT_TEXT
+from fake_contextq import FakeContextQ, Tenant
 
 MODEL = "claude-opus-4-1"
 THREADS = "message-threads-2026-08-12"

@@ -8,7 +8,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from fake_contextq import FakeContextQ, Tenant, contract
+from adapter import wire
+from fake_contextq import FakeContextQ, Tenant
 from tests.conftest import context_body
 
 MakeContext = Callable[..., dict[str, Any]]
@@ -59,7 +60,7 @@ def test_snippet_shows_the_match(client: httpx2.Client, make_context: MakeContex
     snippet = search(client, query="vault")[0]["snippet"]
     assert "vault" in snippet
     assert snippet.startswith("…") and snippet.endswith("…")
-    assert len(snippet) <= contract.SEARCH_SNIPPET_CHARS + 2
+    assert len(snippet) <= wire.SEARCH_SNIPPET_CHARS + 2
 
 
 def test_no_match_is_an_empty_list(client: httpx2.Client, make_context: MakeContext) -> None:
@@ -68,7 +69,7 @@ def test_no_match_is_an_empty_list(client: httpx2.Client, make_context: MakeCont
     assert search(client, query="!!!") == []
 
 
-@pytest.mark.parametrize("type_", contract.SEARCH_TYPES)
+@pytest.mark.parametrize("type_", wire.SEARCH_TYPES)
 def test_the_six_search_types_are_accepted(client: httpx2.Client, type_: str) -> None:
     assert client.post("/api/search", json={"query": "x", "type": type_}).status_code == 200
 
@@ -108,7 +109,7 @@ def test_filters(
 def test_limit(client: httpx2.Client, make_context: MakeContext) -> None:
     for _ in range(12):
         make_context(content="repeated")
-    assert len(search(client, query="repeated")) == contract.SEARCH_DEFAULT_LIMIT
+    assert len(search(client, query="repeated")) == wire.SEARCH_DEFAULT_LIMIT
     assert len(search(client, query="repeated", limit=3)) == 3
     assert client.post("/api/search", json={"query": "x", "limit": 51}).status_code == 400
     assert client.post("/api/search", json={"query": "x", "limit": 0}).status_code == 400

@@ -15,9 +15,10 @@ import httpx2
 import pytest
 import sqlalchemy as sa
 
-from fake_contextq import FakeContextQ, Tenant, contract
-from fake_contextq import schema as s
-from fake_contextq.sqlstore import SchemaVersionError, SqlStore, database_url
+from adapter import wire
+from fake_contextq import FakeContextQ, Tenant
+from fake_contextq.stores import schema as s
+from fake_contextq.stores.sql import SchemaVersionError, SqlStore, database_url
 from tests.conftest import ALL_SCOPES, context_body
 from tests.stores import postgres_schema
 
@@ -258,8 +259,8 @@ def _insert_tenant_and_key_by_plain_sql(url: str, plaintext: str) -> int:
             ),
             {
                 "tenant": tenant_id,
-                "hash": contract.hash_key(plaintext),
-                "prefix": contract.key_display_prefix(plaintext),
+                "hash": wire.hash_key(plaintext),
+                "prefix": wire.key_display_prefix(plaintext),
                 "scopes": json.dumps(["read", "write", "admin"]),
             },
         )

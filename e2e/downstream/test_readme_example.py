@@ -1,4 +1,4 @@
-from fake_contextq.scripted import memory, text
+from fake_anthropic import memory, text
 
 
 def test_claude_remembers_a_preference(scripted_model, memory_tool, fake_contextq, contextq_tenant):

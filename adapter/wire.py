@@ -1,0 +1,436 @@
+"""ContextQ's wire contract as this project models it: the one home of every assumed detail.
+
+ContextQ is private; ``shared/contextq-wire.md`` distils what the seed documents
+state about it. Each constant or function below is marked ``[seed]`` (stated by a
+seed) or ``[assumed]`` (decided here). When a real ContextQ disagrees with an
+``[assumed]`` line, this module is the place to correct it; nothing else in the
+project spells these details out again.
+
+This module is a leaf: it imports nothing of this project, so the production client
+reads it without the fake, and the fake (``fake_contextq``) builds on it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+from urllib.parse import quote
+
+# --- Auth and tenancy -------------------------------------------------------------------------
+
+KEY_PREFIX: Final = "sk_live_"  # [seed]
+KEY_HEX_LENGTH: Final = 40  # [seed]
+KEY_RE: Final = re.compile(r"sk_live_[0-9a-f]{40}")  # [seed] (lowercase hex: [assumed])
+KEY_DISPLAY_PREFIX_LENGTH: Final = 12  # [assumed]
+AUTH_SCHEME: Final = "Bearer"  # [seed] ``Authorization: Bearer sk_live_<40 hex>``
+READ: Final = "read"  # [seed]
+WRITE: Final = "write"  # [seed]
+ADMIN: Final = "admin"  # [seed]
+SCOPES: Final = (READ, WRITE, ADMIN)  # [seed]
+SUBSUMING_SCOPE: Final = ADMIN  # [seed] admin subsumes read and write
+DEFAULT_KEY_SCOPES: Final = (READ, WRITE)  # [assumed] what a key gets when none are named
+
+
+def authorization(key: str) -> str:
+    """[seed] The ``Authorization`` header value that carries a key (or any bearer token)."""
+    return f"{AUTH_SCHEME} {key}"
+
+
+def hash_key(plaintext: str) -> str:
+    """[assumed] Keys are stored as the sha256 hex of the whole key."""
+    return hashlib.sha256(plaintext.encode()).hexdigest()
+
+
+def key_display_prefix(plaintext: str) -> str:
+    """[assumed] The first 12 characters are kept for display and the audit log."""
+    return plaintext[:KEY_DISPLAY_PREFIX_LENGTH]
+
+
+def scope_grants(held: Iterable[str], required: str) -> bool:
+    """[seed] A key holds a scope directly or through ``admin``."""
+    held_set = set(held)
+    return required in held_set or SUBSUMING_SCOPE in held_set
+
+
+# --- Errors ------------------------------------------------------------------------------------
+
+
+class ErrorCode:
+    """[assumed] The ``error`` codes of error bodies, for clients that branch on them."""
+
+    UNAUTHORIZED: Final = "unauthorized"
+    SCOPE_DENIED: Final = "scope_denied"  # [seed]
+    NOT_FOUND: Final = "not_found"
+    VALIDATION_ERROR: Final = "validation_error"
+    EXTERNAL_ID_TAKEN: Final = "external_id_taken"
+    WORKSPACE_TAKEN: Final = "workspace_taken"
+    SEQ_CONFLICT: Final = "seq_conflict"
+    WORKSPACE_NOT_EMPTY: Final = "workspace_not_empty"
+    QUOTA_EXCEEDED: Final = "quota_exceeded"
+    NO_WORKSPACE: Final = "no_workspace"
+    EVIDENCE_REQUIRED: Final = "evidence_required"
+    LLM_UNAVAILABLE: Final = "llm_unavailable"
+    PAYLOAD_TOO_LARGE: Final = "payload_too_large"
+    UNSUPPORTED_MEDIA_TYPE: Final = "unsupported_media_type"
+    INTERNAL_ERROR: Final = "internal_error"
+
+
+# [assumed] error code -> HTTP status. 413/415 are Fastify's own answers, assumed too.
+ERROR_STATUS: Final[Mapping[str, int]] = {
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.SCOPE_DENIED: 403,  # [seed]
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.VALIDATION_ERROR: 400,
+    ErrorCode.EXTERNAL_ID_TAKEN: 409,
+    ErrorCode.WORKSPACE_TAKEN: 409,
+    ErrorCode.SEQ_CONFLICT: 409,
+    ErrorCode.WORKSPACE_NOT_EMPTY: 409,
+    ErrorCode.QUOTA_EXCEEDED: 402,  # [seed]
+    ErrorCode.NO_WORKSPACE: 400,  # [seed]
+    ErrorCode.EVIDENCE_REQUIRED: 422,
+    ErrorCode.LLM_UNAVAILABLE: 503,  # [seed]
+    ErrorCode.PAYLOAD_TOO_LARGE: 413,
+    ErrorCode.UNSUPPORTED_MEDIA_TYPE: 415,
+    ErrorCode.INTERNAL_ERROR: 500,
+}
+
+# [assumed] an unknown route, and a known path with another method, answer 404 (Fastify does).
+UNKNOWN_ROUTE_STATUS: Final = 404
+
+
+def error_body(code: str, message: str, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """[assumed] ``{"error": code, "message": sentence, ...details}``."""
+    body: dict[str, Any] = {"error": code, "message": message}
+    if details:
+        body.update(details)
+    return body
+
+
+def issue_path(parts: Sequence[str | int]) -> str:
+    """[assumed] A validation issue's ``path`` is the zod path joined with dots ('' = root)."""
+    return ".".join(str(p) for p in parts)
+
+
+# --- Routes --------------------------------------------------------------------------------------
+
+
+def path_segment(value: str | int) -> str:
+    """A value as one percent-encoded path segment; '.' and '..' keep their dots encoded, so
+    URL normalisation cannot remove them."""
+    if isinstance(value, int):
+        return str(value)
+    segment = quote(value, safe="")
+    return segment.replace(".", "%2E") if segment in (".", "..") else segment
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One endpoint: its method, path template, the scope it needs and its success status."""
+
+    name: str
+    method: str
+    template: str  # ``{name}`` marks a path parameter, sent as one encoded segment
+    scope: str
+    status: int = 200
+
+    def path(self, **params: str | int) -> str:
+        """The path with each parameter encoded as one segment."""
+        return self.template.format_map({k: path_segment(v) for k, v in params.items()})
+
+
+class Routes:
+    """[seed] the endpoints and their scopes; [assumed] parameter names and statuses."""
+
+    CREATE_CONTEXT: Final = Route("create_context", "POST", "/api/contexts", WRITE, 201)
+    LIST_CONTEXTS: Final = Route("list_contexts", "GET", "/api/contexts", READ)
+    BULK_UPSERT: Final = Route("bulk_upsert", "POST", "/api/contexts/bulk-upsert", WRITE)
+    GET_CONTEXT_BY_EXTERNAL: Final = Route(
+        "get_context_by_external", "GET", "/api/contexts/by-external/{external_id}", READ
+    )
+    GET_CONTEXT: Final = Route("get_context", "GET", "/api/contexts/{context_id}", READ)
+    UPDATE_CONTEXT: Final = Route("update_context", "PUT", "/api/contexts/{context_id}", WRITE)
+    DELETE_CONTEXT: Final = Route(
+        "delete_context", "DELETE", "/api/contexts/{context_id}", WRITE, 204
+    )
+    LIST_WORKSPACES: Final = Route("list_workspaces", "GET", "/api/workspaces", READ)
+    CREATE_WORKSPACE: Final = Route("create_workspace", "POST", "/api/workspaces", ADMIN, 201)
+    ARCHIVE_WORKSPACE: Final = Route(
+        "archive_workspace", "POST", "/api/workspaces/{slug}/archive", ADMIN
+    )
+    DELETE_WORKSPACE: Final = Route(
+        "delete_workspace", "DELETE", "/api/workspaces/{slug}", ADMIN, 204
+    )
+    SEARCH: Final = Route("search", "POST", "/api/search", READ)
+    START_SESSION: Final = Route("start_session", "POST", "/api/agent/sessions", WRITE, 201)
+    GET_SESSION: Final = Route("get_session", "GET", "/api/agent/sessions/{session_id}", READ)
+    END_SESSION: Final = Route("end_session", "POST", "/api/agent/sessions/{session_id}/end", WRITE)
+    CHECKPOINT: Final = Route(
+        "checkpoint", "POST", "/api/agent/sessions/{session_id}/checkpoint", WRITE, 201
+    )
+    RESUME: Final = Route("resume", "GET", "/api/agent/sessions/{session_id}/resume", READ)
+    LIST_TASKS: Final = Route("list_tasks", "GET", "/api/agent/sessions/{session_id}/tasks", READ)
+    # 201 when the task is new, 200 when an existing one was updated
+    UPSERT_TASK: Final = Route("upsert_task", "POST", "/api/agent/tasks", WRITE, 201)
+    TICK_TASK: Final = Route("tick_task", "POST", "/api/agent/tasks/{task_id}/tick", WRITE)
+    ADD_LESSON: Final = Route("add_lesson", "POST", "/api/agent/lessons", WRITE, 201)
+    HANDOFF: Final = Route("handoff", "POST", "/api/agent/handoff", WRITE, 201)
+    BOOT: Final = Route("boot", "POST", "/api/agent/boot", READ)
+
+
+ROUTES: Final[tuple[Route, ...]] = tuple(v for v in vars(Routes).values() if isinstance(v, Route))
+
+# --- Plans and quotas ----------------------------------------------------------------------------
+
+# [seed] free = 100 contexts; [assumed] pro and unlimited. ``None`` means no limit.
+PLAN_CONTEXT_QUOTAS: Final[Mapping[str, int | None]] = {
+    "free": 100,
+    "pro": 10_000,
+    "unlimited": None,
+}
+DEFAULT_PLAN: Final = "free"
+QUOTA_RESOURCE_CONTEXTS: Final = "contexts"
+
+# --- Contexts ------------------------------------------------------------------------------------
+
+CONTEXT_TYPES: Final = (  # [seed] the 9 types create accepts
+    "reference",
+    "feedback",
+    "project",
+    "incident",
+    "lesson",
+    "user",
+    "synthesis",
+    "map",
+    "moc",
+)
+SEARCH_TYPES: Final = (  # [seed] the 6 types POST /api/search accepts as a filter
+    "reference",
+    "feedback",
+    "project",
+    "incident",
+    "lesson",
+    "user",
+)
+LIST_MAX_LIMIT: Final = 500  # [seed] a list page holds at most 500 rows
+LIST_DEFAULT_LIMIT: Final = 50  # [assumed]
+SEARCH_MAX_LIMIT: Final = 50  # [assumed]
+SEARCH_DEFAULT_LIMIT: Final = 10  # [assumed]
+SEARCH_SNIPPET_CHARS: Final = 160  # [assumed]
+BULK_MAX_ITEMS: Final = 500  # [assumed]
+
+MAX_BODY_BYTES: Final = 8 * 1024 * 1024  # [assumed] whole request body, else 413
+MAX_JSON_DEPTH: Final = 256  # [assumed] arrays and objects nested deeper are a 400
+MAX_CONTENT_BYTES: Final = 1024 * 1024  # [assumed] one context's content, UTF-8, else 400
+MAX_TITLE_CHARS: Final = 500  # [assumed]
+MAX_TAGS: Final = 50  # [assumed]
+MAX_TAG_CHARS: Final = 100  # [assumed]
+MAX_EXTERNAL_ID_CHARS: Final = 512  # [assumed]
+MAX_QUERY_CHARS: Final = 1_000  # [assumed]
+MAX_WORKSPACE_SLUG_CHARS: Final = 64  # [assumed]
+MAX_WORKSPACE_NAME_CHARS: Final = 200  # [assumed]
+WORKSPACE_SLUG_RE: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")  # [assumed]
+ID_RE: Final = re.compile(r"[1-9][0-9]{0,18}")  # [assumed] path ids are positive integers
+
+# [assumed] Bodies must be JSON; other content types get 415 (Fastify's default).
+JSON_MEDIA_TYPE: Final = "application/json"
+
+# [assumed] A create or update naming an unknown workspace slug is stored with workspace null,
+# as the seeds report for agent sessions (resolveWorkspaceId returns null). A list or search
+# filtered by an unknown slug matches nothing.
+UNKNOWN_WORKSPACE_IS_NULL: Final = True
+
+# [assumed] The search tag filter keeps contexts that carry every given tag.
+SEARCH_TAGS_MATCH_ALL: Final = True
+
+# [assumed] Fields that a create and a bulk-upsert item may carry; a PUT may carry any of them.
+# Unknown fields are ignored (zod's default).
+CONTEXT_FIELDS: Final = ("type", "title", "content", "tags", "externalId", "workspace", "metadata")
+CONTEXT_REQUIRED_ON_CREATE: Final = ("type", "title", "content")
+
+
+# [assumed] Python attribute -> JSON field, for contexts and workspaces (camelCase on the wire).
+CONTEXT_WIRE_NAMES: Final[Mapping[str, str]] = {
+    "id": "id",
+    "workspace": "workspace",
+    "type": "type",
+    "title": "title",
+    "content": "content",
+    "tags": "tags",
+    "external_id": "externalId",
+    "metadata": "metadata",
+    "created_at": "createdAt",
+    "updated_at": "updatedAt",
+}
+WORKSPACE_WIRE_NAMES: Final[Mapping[str, str]] = {
+    "id": "id",
+    "slug": "slug",
+    "name": "name",
+    "archived": "archived",
+    "created_at": "createdAt",
+}
+
+
+def parse_timestamp(text: str) -> datetime:
+    """The inverse of ``timestamp``: an aware UTC datetime."""
+    return datetime.fromisoformat(text)
+
+
+@functools.lru_cache(maxsize=65_536)  # a pure function; listings render each row's twice
+def timestamp(at: datetime) -> str:
+    """[assumed] ISO-8601 UTC with milliseconds and ``Z``, as JavaScript's toISOString."""
+    if at.tzinfo is not UTC:
+        at = at.astimezone(UTC)
+    return at.isoformat(timespec="milliseconds")[:-6] + "Z"
+
+
+# --- Audit log ---------------------------------------------------------------------------------
+
+AUDIT_HASHED_FIELDS: Final = (  # [assumed] the fields covered by a row's hash
+    "id",
+    "tenant_id",
+    "actor_key_prefix",
+    "action",
+    "entity",
+    "entity_id",
+    "at",
+)
+
+
+def canonical_json(value: Any) -> str:
+    """[assumed] Sorted keys, no whitespace, UTF-8 kept as is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def audit_hash(prev_hash: str | None, fields: Mapping[str, Any]) -> str:
+    """[assumed] ``sha256(prev_hash + canonical JSON of the other fields)``; null counts as ''."""
+    payload = (prev_hash or "") + canonical_json({k: fields[k] for k in AUDIT_HASHED_FIELDS})
+    # surrogatepass: a lone surrogate (legal in JSON text) must not make a write fail late
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class AuditAction:
+    """[assumed] The ``action`` names written to the audit log, one per write endpoint."""
+
+    CONTEXT_CREATE: Final = "context.create"
+    CONTEXT_UPDATE: Final = "context.update"
+    CONTEXT_DELETE: Final = "context.delete"
+    CONTEXT_BULK_UPSERT: Final = "context.bulk_upsert"
+    WORKSPACE_CREATE: Final = "workspace.create"
+    WORKSPACE_ARCHIVE: Final = "workspace.archive"
+    WORKSPACE_DELETE: Final = "workspace.delete"
+
+
+# --- Agent Memory Layer ----------------------------------------------------------------------
+# Bodies are snake_case, as the seeds name their fields.
+
+EMBEDDING_DIMENSIONS: Final = 768  # [seed] vector(768), despite the type's name vector384
+SESSION_STATUS_ACTIVE: Final = "active"  # [assumed]
+SESSION_END_STATUSES: Final = ("completed", "failed", "cancelled")  # [assumed]
+TASK_STATUSES: Final = ("pending", "in_progress", "blocked", "verified")  # [assumed]
+TASK_OPEN_STATUSES: Final = ("pending", "in_progress", "blocked")  # [assumed] open = unverified
+TASK_VERIFIED: Final = "verified"  # [assumed] what a tick sets; needs evidence
+MAX_STATE_BYTES: Final = 256 * 1024  # [assumed] a checkpoint's state, as compact JSON
+MAX_METADATA_BYTES: Final = 64 * 1024  # [assumed] a session's metadata, as compact JSON
+MAX_TEXT_CHARS: Final = 10_000  # [assumed] lesson text, evidence, summaries
+MAX_TASK_KEY_CHARS: Final = 200  # [assumed]
+MAX_GOAL_CHARS: Final = 2_000  # [assumed]
+DEFAULT_TOKEN_BUDGET: Final = 4_000  # [assumed]
+MAX_TOKEN_BUDGET: Final = 200_000  # [assumed]
+BOOT_LESSONS: Final = 5  # [assumed] lessons recalled into a Boot Pack
+BOOT_FACTS: Final = 5  # [assumed] search hits of the goal in a Boot Pack
+
+
+def estimate_tokens(value: Any) -> int:
+    """[assumed] ~4 characters of compact JSON per token, rounded up."""
+    return -(-len(canonical_json(value)) // 4)
+
+
+class AgentAction:
+    """[assumed] audit ``action`` names of the agent layer's writes."""
+
+    SESSION_START: Final = "agent.session.start"
+    SESSION_END: Final = "agent.session.end"
+    CHECKPOINT: Final = "agent.checkpoint"
+    TASK_UPSERT: Final = "agent.task.upsert"
+    TASK_TICK: Final = "agent.task.tick"
+    LESSON_ADD: Final = "agent.lesson.add"
+    HANDOFF: Final = "agent.handoff"
+
+
+# --- The client's side of the same shapes (adapter builds and reads through these) --------
+
+
+def list_params(
+    *,
+    workspace: str | None,
+    tag: str | None,
+    type: str | None,
+    limit: int | None,
+    offset: int | None,
+) -> dict[str, Any]:
+    """Query parameters of ``GET /api/contexts`` (those given)."""
+    given = {"workspace": workspace, "tag": tag, "type": type, "limit": limit, "offset": offset}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def search_body(
+    query: str,
+    *,
+    type: str | None,
+    workspace: str | None,
+    tags: Sequence[str] | None,
+    limit: int | None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"query": query}
+    for name, value in (("type", type), ("workspace", workspace), ("limit", limit)):
+        if value is not None:
+            body[name] = value
+    if tags:
+        body["tags"] = list(tags)
+    return body
+
+
+def workspace_body(slug: str, name: str | None) -> dict[str, Any]:
+    return {"slug": slug} if name is None else {"slug": slug, "name": name}
+
+
+def bulk_body(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {"contexts": list(items)}
+
+
+def read_page(obj: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], int, int, int]:
+    """(rows, total, limit, offset) of a list answer."""
+    return list(obj["items"]), int(obj["total"]), int(obj["limit"]), int(obj["offset"])
+
+
+def read_items(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list(obj["items"])
+
+
+def read_hit(hit: Mapping[str, Any]) -> tuple[Mapping[str, Any], float, str]:
+    """(summary, score, snippet) of one search result or Boot Pack fact."""
+    return hit["context"], float(hit["score"]), str(hit.get("snippet", ""))
+
+
+def read_search(obj: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], float, str]]:
+    """The results of a search answer, best first."""
+    return [read_hit(h) for h in obj["results"]]
+
+
+def read_bulk(obj: Mapping[str, Any]) -> tuple[int, int, list[Mapping[str, Any]]]:
+    return int(obj["created"]), int(obj["updated"]), list(obj["items"])
+
+
+def read_keys(obj: Mapping[str, Any]) -> tuple[list[tuple[int, str | None, Any]], int]:
+    """(id, externalId, metadata) of each row of a list answer, and the total: what a
+    listing-heavy client needs, without building whole rows."""
+    names = CONTEXT_WIRE_NAMES
+    ident, ext, meta = names["id"], names["external_id"], names["metadata"]
+    rows = [(int(row[ident]), row.get(ext), row.get(meta)) for row in obj["items"]]
+    return rows, int(obj["total"])

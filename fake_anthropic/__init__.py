@@ -1,0 +1,45 @@
+"""A scripted fake of the Anthropic Messages API, strict the way the real API is, so agent
+loops run offline: script the assistant's turns, point the SDK at the fake, and assert on
+what it was sent. ``fake-anthropic serve SCRIPT.json`` serves a script over HTTP."""
+
+from fake_anthropic._engine import estimate_tokens
+from fake_anthropic._records import AnsweredError, Conversation, RecordedRequest, ToolResult
+from fake_anthropic._turns import (
+    MEMORY_TOOL,
+    Block,
+    MemoryCommands,
+    ScriptItem,
+    Text,
+    ToolUse,
+    Turn,
+    memory,
+    text,
+    tool_use,
+    turn,
+)
+from fake_anthropic.model import API_KEY, BASE_URL, ScriptedModel
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "API_KEY",
+    "BASE_URL",
+    "MEMORY_TOOL",
+    "AnsweredError",
+    "Block",
+    "Conversation",
+    "MemoryCommands",
+    "RecordedRequest",
+    "ScriptItem",
+    "ScriptedModel",
+    "Text",
+    "ToolResult",
+    "ToolUse",
+    "Turn",
+    "__version__",
+    "estimate_tokens",
+    "memory",
+    "text",
+    "tool_use",
+    "turn",
+]

@@ -1,0 +1,224 @@
+"""A scripted model: a faithful offline fake of the Anthropic Messages API playing a script.
+
+A test scripts the assistant's turns, points the SDK at the fake (``client``,
+``async_client``, or ``serve()`` for a subprocess), and the fake answers each request
+with the next turn, as the API would: ids, usage, stop reasons, streaming events,
+server-held threads, context editing and the API's errors. It records every exchange
+(``requests``, ``tool_results``, ``transcript()``) and ``verify()`` fails a test whose
+script was overrun or left unplayed::
+
+    model = ScriptedModel()
+    model.script(memory.view("/memories"), memory.create("/memories/a.md", "A\\n"), text("Done."))
+    final = model.client.beta.messages.tool_runner(
+        model="claude-opus-4-1", max_tokens=1024, tools=[tool], messages=[...]
+    ).until_done()
+    model.verify()
+
+What the fake was checked against: the source of ``anthropic`` 2.14.0 (``lib/tools/
+_beta_runner.py``, ``lib/threads/``, ``_streaming.py``, ``_error_classes.py``):
+
+- The SDK sends HTTP through ``httpx2``. A sync client cannot take an ASGI transport, so
+  both clients here use ``httpx2.MockTransport`` (an async handler for the async client)
+  calling the same engine the ASGI app of ``serve()`` calls. Both post to ``/v1/messages``
+  (2.14 sends no ``?beta=true``; the fake accepts it too).
+- The tool runner runs over a server-held message thread **by default** (``Anthropic`` and
+  ``AsyncAnthropic`` have ``_supports_message_threads = True``); ``tool_runner(...,
+  thread=False)`` turns it off, and then every turn sends the full history and no
+  ``thread``. Threaded, every request carries ``anthropic-beta: message-threads-2026-08-12``
+  (appended to any other betas); the first has ``thread: {"type": "create"}`` and the full
+  history, later ones ``{"type": "continue", "previous_message_id": <last reply id>}``,
+  only the new messages, and no ``system`` / ``tools`` (the server keeps the ones the
+  thread was created with, and the SDK says it refuses them on a continue).
+- The SDK recovers from ``thread_not_found`` (404) and ``thread_already_continued`` (400)
+  by replaying the full history under a new thread, and from
+  ``thread_unsupported_request`` (400, ``details.unsupported``) by sending that turn and
+  all later ones unthreaded. Error codes are read from ``error.details.error_code``.
+- The runner executes tools only when ``stop_reason`` is ``tool_use`` (``pause_turn`` and
+  ``compaction`` resume the turn; every other reason stops) and sends all tool results
+  of a turn in one user message; a successful result carries no ``is_error``.
+- The stream reader skips an event without an ``event:`` line and ``ping`` events; the
+  stream helper accumulates ``input_json_delta`` bytes with a partial JSON parser and
+  takes ``context_management`` and cumulative ``usage`` from ``message_delta``.
+
+Usage counts come from a stated, pluggable estimate: ``token_estimate`` gets the compact
+JSON text of what the model reads (``{"system"?, "tools"?, "messages"}`` as seen after
+context editing) for ``input_tokens``, and of the reply's ``content`` for
+``output_tokens``; the default is ceil(len / 4). Details the API's documentation leaves
+open are in ``fake_anthropic._assumptions``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anthropic
+import httpx2
+
+from fake_anthropic._asgi import ASGIApp, asgi_app
+from fake_anthropic._engine import Answer, Engine, TokenEstimate, estimate_tokens
+from fake_anthropic._records import (
+    RecordedRequest,
+    ToolResult,
+)
+from fake_anthropic._transcript import transcript
+from fake_anthropic._turns import (
+    ScriptItem,
+    check_item,
+    turns_from_json,
+)
+
+if TYPE_CHECKING:
+    from fake_server import ServedApp
+
+BASE_URL = "http://scripted-model.test"
+API_KEY = "sk-ant-scripted-model-no-key"
+
+
+def _response(answer: Answer) -> httpx2.Response:
+    return httpx2.Response(answer.status, headers=answer.headers, content=iter(answer.chunks))
+
+
+async def _achunks(chunks: list[bytes]) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        yield chunk
+
+
+class ScriptedModel:
+    """A fake Messages API answering each request with the next scripted turn.
+
+    ``script(*items)`` appends turns: ``turn(...)``, a bare block (``text``,
+    ``tool_use``, ``memory.*``), or a function of the ``Conversation`` so far returning a
+    turn or a block. ``client`` / ``async_client`` reach it with no network and no key.
+    """
+
+    def __init__(self, *, token_estimate: TokenEstimate = estimate_tokens) -> None:
+        self._engine = Engine(token_estimate)
+        self._client: anthropic.Anthropic | None = None
+        self._async_client: anthropic.AsyncAnthropic | None = None
+
+    @classmethod
+    def from_json(
+        cls,
+        source: str | os.PathLike[str] | list[object],
+        *,
+        token_estimate: TokenEstimate = estimate_tokens,
+    ) -> ScriptedModel:
+        """A model scripted from JSON: a list of turns, each a list of content blocks in the
+        API's shape or ``{"content": [...], "stop_reason": ...}``; ``source`` is that list
+        or the path of a file holding it."""
+        data = source if isinstance(source, list) else json.loads(Path(source).read_text("utf-8"))
+        model = cls(token_estimate=token_estimate)
+        model.script(*turns_from_json(data))
+        return model
+
+    # --- the script ---------------------------------------------------------------
+
+    def script(self, *items: ScriptItem) -> ScriptedModel:
+        """Append turns to the script (callable repeatedly); returns the model."""
+        for item in items:
+            check_item(item)
+        self._engine.add(items)
+        return self
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted turns have not been played yet."""
+        return self._engine.remaining
+
+    def allow_unused(self) -> None:
+        """Let ``verify()`` pass with turns left unplayed."""
+        self._engine.allow_unused()
+
+    def verify(self) -> None:
+        """Raise ``AssertionError`` if a request could not be answered from the script (it
+        was used up, a script function failed, a call named an undeclared tool...), or if
+        turns were left unplayed and ``allow_unused()`` was not called."""
+        self._engine.verify()
+
+    # --- the record ---------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request in order, refused ones included."""
+        return self._engine.requests
+
+    @property
+    def tool_results(self) -> list[ToolResult]:
+        """Every ``tool_result`` block the client sent, in order, each once."""
+        return self._engine.tool_results
+
+    def transcript(self) -> str:
+        """The exchanges as stable text (no ids, no times) for snapshots and failure reports."""
+        return transcript(self._engine.requests)
+
+    # --- reaching it --------------------------------------------------------------
+
+    def handle(self, request: httpx2.Request) -> httpx2.Response:
+        """Answer an ``httpx2`` request (the sync transport's handler)."""
+        return _response(self._answer(request))
+
+    async def ahandle(self, request: httpx2.Request) -> httpx2.Response:
+        """Answer an ``httpx2`` request (the async transport's handler)."""
+        await request.aread()
+        answer = self._answer(request)
+        return httpx2.Response(
+            answer.status, headers=answer.headers, content=_achunks(answer.chunks)
+        )
+
+    def _answer(self, request: httpx2.Request) -> Answer:
+        return self._engine.handle(
+            request.method,
+            request.url.path,
+            request.url.query.decode("latin-1"),
+            request.headers.multi_items(),
+            request.content,
+        )
+
+    @property
+    def client(self) -> anthropic.Anthropic:
+        """An ``anthropic.Anthropic`` wired to this model (no network, no key, no retries)."""
+        if self._client is None:
+            self._client = anthropic.Anthropic(
+                api_key=API_KEY,
+                base_url=BASE_URL,
+                max_retries=0,
+                http_client=httpx2.Client(transport=httpx2.MockTransport(self.handle)),
+            )
+        return self._client
+
+    @property
+    def async_client(self) -> anthropic.AsyncAnthropic:
+        """An ``anthropic.AsyncAnthropic`` wired to this model, like ``client``."""
+        if self._async_client is None:
+            self._async_client = anthropic.AsyncAnthropic(
+                api_key=API_KEY,
+                base_url=BASE_URL,
+                max_retries=0,
+                http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(self.ahandle)),
+            )
+        return self._async_client
+
+    @property
+    def app(self) -> ASGIApp:
+        """The model as an ASGI app (``POST /v1/messages``)."""
+        return asgi_app(self._engine)
+
+    def serve(
+        self, host: str = "127.0.0.1", port: int = 0, *, ready_timeout: float = 10.0
+    ) -> ServedApp:
+        """Serve the model over HTTP with uvicorn on a thread, ready when this returns; use
+        it as a context manager and give its ``url`` as ``ANTHROPIC_BASE_URL``."""
+        from fake_server import ServedApp
+
+        served = ServedApp(self.app, host, port, ready_timeout=ready_timeout, name="fake-anthropic")
+        served.start()
+        return served
+
+    def __repr__(self) -> str:
+        return (
+            f"<ScriptedModel {len(self.requests)} request(s), {self.remaining} turn(s) remaining>"
+        )

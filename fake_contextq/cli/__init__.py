@@ -1,0 +1,5 @@
+"""The command line: ``fake-contextq serve``."""
+
+from fake_contextq.cli.main import main
+
+__all__ = ["main"]

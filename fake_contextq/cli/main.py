@@ -1,0 +1,201 @@
+"""``fake-contextq serve``: the fake as a real HTTP server for clients in any language."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from adapter import wire
+from fake_contextq import __version__
+from fake_contextq.domain.auth import normalise_scopes
+from fake_contextq.domain.errors import ApiError
+from fake_contextq.fake import FakeContextQ
+from fake_contextq.http.control import new_control_token
+from fake_server import bind_socket, run_foreground, url_for
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 38200  # the dev stack's port, so CONTEXT_API_URL's default reaches the fake
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fake-contextq", description="A strict, observable fake of ContextQ."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = commands.add_parser(
+        "serve",
+        help="serve the fake over HTTP",
+        description="Serve the fake over HTTP. On start it creates a tenant and prints a "
+        "read+write+admin key and the base URL.",
+    )
+    serve.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind ({DEFAULT_HOST})")
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"port to bind; 0 picks a free one ({DEFAULT_PORT})",
+    )
+    serve.add_argument(
+        "--plan",
+        default=wire.DEFAULT_PLAN,
+        choices=sorted(wire.PLAN_CONTEXT_QUOTAS),
+        help="plan of the seeded tenant (free: 100 contexts)",
+    )
+    serve.add_argument("--tenant-name", default="dev", help="name of the seeded tenant")
+    where = serve.add_mutually_exclusive_group()
+    where.add_argument(
+        "--db",
+        metavar="PATH",
+        help=f"keep state in this SQLite file (default: {default_db_path()})",
+    )
+    where.add_argument(
+        "--memory",
+        action="store_true",
+        help="keep state in memory only: gone when the server stops",
+    )
+    where.add_argument(
+        "--database-url", metavar="URL", help="keep state in this SQLAlchemy database URL instead"
+    )
+    serve.add_argument(
+        "--workspace",
+        action="append",
+        default=[],
+        metavar="SLUG",
+        help="create this workspace in the seeded tenant (repeatable)",
+    )
+    serve.add_argument(
+        "--key",
+        action="append",
+        default=[],
+        metavar="SCOPES",
+        help="mint another key with these comma-separated scopes, e.g. "
+        "'read' or 'read,write'; '' for none (repeatable)",
+    )
+    serve.add_argument(
+        "--control",
+        action="store_true",
+        help="enable the /_fake/ control routes, guarded by a token",
+    )
+    serve.add_argument(
+        "--control-token",
+        metavar="TOKEN",
+        help="use this control token instead of a random one (implies --control)",
+    )
+    serve.add_argument(
+        "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    return parser
+
+
+MOVED = {
+    "model": "the scripted model is served by 'fake-anthropic serve SCRIPT.json' now",
+    "demo": "the memory-tool demo is 'contextq-demo' now",
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given and given[0] in MOVED:
+        print(f"fake-contextq: {MOVED[given[0]]}", file=sys.stderr)
+        return 2
+    return serve(_parser().parse_args(given))
+
+
+def default_db_path() -> Path:
+    """Where ``serve`` keeps its state by default: the user's data directory."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "fake-contextq" / "fake-contextq.db"
+
+
+def _redacted(url: str) -> str:
+    """The URL as it may be printed: no password (and nothing at all if it cannot be parsed,
+    since a malformed URL may still hold one)."""
+    import sqlalchemy as sa
+
+    try:
+        return sa.make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "given by --database-url"
+
+
+def _open(args: argparse.Namespace) -> tuple[FakeContextQ, str]:
+    """The fake and a phrase saying where its state lives, or SystemExit with one line."""
+    if args.memory:
+        return FakeContextQ(), "in memory"
+    url = args.database_url
+    where = _redacted(url) if url is not None else ""
+    if url is None:
+        path = Path(args.db) if args.db else default_db_path()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SystemExit(f"fake-contextq: cannot create {path.parent}: {exc}") from None
+        url, where = f"sqlite:///{path}", str(path)
+    try:
+        return FakeContextQ(database_url=url), f"state in {where}"
+    except Exception as exc:  # one clear line for a bad URL, file or schema, no traceback
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SystemExit(f"fake-contextq: cannot use the database {where}: {detail}") from None
+
+
+def serve(args: argparse.Namespace) -> int:
+    try:
+        fake, where = _open(args)
+    except SystemExit as exc:
+        print(exc.code, file=sys.stderr)
+        return 1
+    try:
+        extra_scopes = [normalise_scopes(spec) for spec in args.key]
+        existing = [t for t in fake.tenants() if t.name == args.tenant_name]
+        tenant = existing[0] if existing else fake.create_tenant(args.tenant_name, args.plan)
+        if tenant.plan != args.plan:
+            tenant = fake.set_plan(tenant, args.plan)
+        known = {w.slug for w in fake.workspaces(tenant)}
+        for slug in args.workspace:
+            if slug not in known:
+                fake.create_workspace(tenant, slug)
+    except ApiError as exc:
+        print(
+            f"fake-contextq: {exc.message} {exc.details.get('issues', '')}".rstrip(),
+            file=sys.stderr,
+        )
+        return 2
+    admin_key = fake.mint_key(tenant, wire.SCOPES)
+    extra_keys = [(scopes, fake.mint_key(tenant, scopes)) for scopes in extra_scopes]
+    token = args.control_token or (new_control_token() if args.control else None)
+    app = fake.app if token is None else fake.control_app(token)
+
+    try:
+        sock = bind_socket(args.host, args.port)
+    except OSError as exc:
+        print(
+            f"fake-contextq: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 1
+    url = url_for(args.host, sock.getsockname()[1])
+    lines = [
+        f"fake-contextq {__version__} listening on {url} ({where}; Ctrl-C stops it)",
+        f"tenant {tenant.id} {tenant.name!r} on the {tenant.plan} plan",
+        f"CONTEXT_API_URL={url}",
+        f"CONTEXT_API_KEY={admin_key}",
+    ]
+    lines += [f"key ({', '.join(scopes) or 'no scopes'}): {key}" for scopes, key in extra_keys]
+    if token is not None:
+        lines.append(f"FAKE_CONTEXTQ_CONTROL_TOKEN={token}")
+    print("\n".join(lines), flush=True)
+
+    try:
+        run_foreground(app, sock, args.log_level)
+    finally:
+        fake.close()
+    print("fake-contextq stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+"""A small zod-like reader for JSON bodies that collects every issue before failing."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from adapter import wire
+from fake_contextq import _msgs
+from fake_contextq.domain import errors
+
+
+def json_type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float | None:
+    """JSON.parse reads 1e400 as Infinity, which JSON.stringify writes as null."""
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def decode_json(raw: bytes | str) -> Any:
+    """Decode a request body as JSON.parse would, or fail with a 400 saying what is wrong.
+
+    Python's json is laxer than JSON.parse (it reads NaN and Infinity) and fails on deep
+    nesting with a RecursionError: both become 400s here, never a 500.
+    """
+    try:
+        value = json.loads(raw, parse_constant=_no_constants, parse_float=_finite)
+    except json.JSONDecodeError as exc:
+        detail = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    except UnicodeDecodeError:
+        detail = "not valid UTF-8"
+    except ValueError as exc:
+        detail = str(exc)
+    except RecursionError:
+        detail = "nested too deeply"
+    else:
+        if _too_deep(value):
+            detail = f"nested deeper than {wire.MAX_JSON_DEPTH} levels"
+        else:
+            return value
+    raise errors.ValidationFailed(
+        [{"path": "", "message": _msgs.MALFORMED_JSON.format(detail=detail)}]
+    )
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether arrays and objects nest deeper than ContextQ's limit (iteratively)."""
+    if not isinstance(value, dict | list):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > wire.MAX_JSON_DEPTH:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+class Issues:
+    """Collects ``{path, message}`` issues; ``check()`` raises them all at once."""
+
+    def __init__(self, message: str = _msgs.INVALID_BODY) -> None:
+        self.items: list[dict[str, str]] = []
+        self.message = message
+
+    def add(self, path: tuple[str | int, ...], message: str) -> None:
+        self.items.append({"path": wire.issue_path(path), "message": message})
+
+    def check(self) -> None:
+        if self.items:
+            raise errors.ValidationFailed(self.items, self.message)
+
+
+class Reader:
+    """Reads typed fields from one JSON object, recording issues under ``base`` path."""
+
+    def __init__(self, obj: Any, issues: Issues, base: tuple[str | int, ...] = ()) -> None:
+        self.issues = issues
+        self.base = base
+        if isinstance(obj, Mapping):
+            self.obj: Mapping[str, Any] = obj
+            self.ok = True
+        else:
+            self.obj = {}
+            self.ok = False
+            issues.add(base, _msgs.EXPECTED.format(expected="object", received=json_type_name(obj)))
+
+    def has(self, name: str) -> bool:
+        return name in self.obj
+
+    def _get(self, name: str, required: bool) -> tuple[bool, Any]:
+        if name not in self.obj:
+            if required and self.ok:
+                self.issues.add((*self.base, name), _msgs.REQUIRED)
+            return False, None
+        return True, self.obj[name]
+
+    def _expect(self, name: str, expected: str, value: Any) -> None:
+        self.issues.add(
+            (*self.base, name),
+            _msgs.EXPECTED.format(expected=expected, received=json_type_name(value)),
+        )
+
+    def string(
+        self,
+        name: str,
+        *,
+        required: bool = False,
+        nullable: bool = False,
+        min_len: int = 0,
+        max_len: int | None = None,
+        max_bytes: int | None = None,
+    ) -> str | None:
+        present, value = self._get(name, required)
+        if not present or (value is None and nullable):
+            return None
+        if not isinstance(value, str):
+            self._expect(name, "string", value)
+            return None
+        return self.check_string((*self.base, name), value, min_len, max_len, max_bytes)
+
+    def check_string(
+        self,
+        path: tuple[str | int, ...],
+        value: str,
+        min_len: int = 0,
+        max_len: int | None = None,
+        max_bytes: int | None = None,
+    ) -> str | None:
+        if len(value) < min_len:
+            self.issues.add(path, _msgs.TOO_SHORT.format(min=min_len))
+            return None
+        if max_len is not None and len(value) > max_len:
+            self.issues.add(path, _msgs.TOO_LONG.format(max=max_len))
+            return None
+        if max_bytes is not None and len(value) * 4 > max_bytes:
+            size = len(value.encode("utf-8", "surrogatepass"))
+            if size > max_bytes:
+                self.issues.add(path, _msgs.TOO_MANY_BYTES.format(max=max_bytes, got=size))
+                return None
+        return value
+
+    def enum(self, name: str, options: Collection[str], *, required: bool = False) -> str | None:
+        present, value = self._get(name, required)
+        if not present:
+            return None
+        if not isinstance(value, str) or value not in options:
+            self.issues.add(
+                (*self.base, name),
+                _msgs.INVALID_ENUM.format(
+                    options=" | ".join(repr(o) for o in options), received=value
+                ),
+            )
+            return None
+        return value
+
+    def string_list(
+        self, name: str, *, max_items: int, min_item_len: int = 1, max_item_len: int
+    ) -> tuple[str, ...] | None:
+        present, value = self._get(name, False)
+        if not present:
+            return None
+        if not isinstance(value, list):
+            self._expect(name, "array", value)
+            return None
+        if len(value) > max_items:
+            self.issues.add((*self.base, name), _msgs.TOO_MANY_ITEMS.format(max=max_items))
+            return None
+        out: list[str] = []
+        for i, item in enumerate(value):
+            path = (*self.base, name, i)
+            if not isinstance(item, str):
+                self.issues.add(
+                    path, _msgs.EXPECTED.format(expected="string", received=json_type_name(item))
+                )
+                continue
+            checked = self.check_string(path, item, min_item_len, max_item_len)
+            if checked is not None:
+                out.append(checked)
+        return tuple(out)
+
+    def mapping(self, name: str, *, nullable: bool = False) -> dict[str, Any] | None:
+        present, value = self._get(name, False)
+        if not present or (value is None and nullable):
+            return None
+        if not isinstance(value, dict):
+            self._expect(name, "object", value)
+            return None
+        return value
+
+    def integer(self, name: str, *, minimum: int, maximum: int) -> int | None:
+        present, value = self._get(name, False)
+        if not present:
+            return None
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            self._expect(name, "integer", value)
+            return None
+        if not minimum <= value <= maximum:
+            self.issues.add((*self.base, name), _msgs.OUT_OF_RANGE.format(min=minimum, max=maximum))
+            return None
+        return value

@@ -1,0 +1,409 @@
+"""ContextQ's rules in plain Python: tenancy, scopes, quotas, uniqueness, search, audit.
+
+Nothing here knows about HTTP. Each API operation takes the caller's ``Principal``
+and the raw request input, checks the scope first, validates through ``contract``,
+applies the change in one store transaction (validate everything, then write, so a
+failed request changes nothing), and appends one audit row per successful write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from adapter import wire
+from fake_contextq import _msgs
+from fake_contextq.domain import audit, auth, parse, quota
+from fake_contextq.domain import records as r
+from fake_contextq.domain._validate import Issues
+from fake_contextq.domain.agent import AgentLayer
+from fake_contextq.domain.errors import ApiError, not_found, unauthorized
+from fake_contextq.domain.handoff import Summariser
+from fake_contextq.domain.search import query_terms, snippet
+from fake_contextq.domain.store import Store
+
+Body = bytes | Mapping[str, Any]
+READ, WRITE, ADMIN = wire.READ, wire.WRITE, wire.ADMIN
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class ContextQBackend:
+    """The state and rules of one fake ContextQ installation (all its tenants)."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Callable[[], datetime] | None = None,
+        *,
+        embed: Callable[[str], tuple[float, ...]] | None = None,
+        llm: Summariser | None = None,
+    ) -> None:
+        self.store: Store = store
+        self.clock = clock or _utcnow
+        self.agent = AgentLayer(self, embed, llm)
+
+    # ----- administration (the object API; no scopes, no audit rows) -----
+
+    def create_tenant(self, name: str | None = None, plan: str = wire.DEFAULT_PLAN) -> r.Tenant:
+        quota.check_plan(plan)
+        with self.store.transaction():
+            tenant_id = self.store.next_id("tenant")
+            tenant = r.Tenant(tenant_id, name or f"tenant-{tenant_id}", plan, self.clock())
+            self.store.put_tenant(tenant)
+            return tenant
+
+    def tenant(self, tenant_id: int) -> r.Tenant:
+        with self.store.transaction():
+            tenant = self.store.tenant(tenant_id)
+        if tenant is None:
+            raise not_found(_msgs.TENANT_NOT_FOUND.format(id=tenant_id))
+        return tenant
+
+    def tenants(self) -> list[r.Tenant]:
+        with self.store.transaction():
+            return self.store.tenants()
+
+    def set_plan(self, tenant_id: int, plan: str) -> r.Tenant:
+        quota.check_plan(plan)
+        with self.store.transaction():
+            tenant = replace(self.tenant(tenant_id), plan=plan)
+            self.store.put_tenant(tenant)
+            return tenant
+
+    def mint_key(self, tenant_id: int, scopes: Iterable[str] = wire.DEFAULT_KEY_SCOPES) -> str:
+        held = auth.normalise_scopes(scopes)
+        plaintext = auth.new_key()
+        with self.store.transaction():
+            self.tenant(tenant_id)
+            self.store.put_key(
+                r.ApiKey(
+                    id=self.store.next_id("api_key"),
+                    tenant_id=tenant_id,
+                    key_hash=wire.hash_key(plaintext),
+                    prefix=wire.key_display_prefix(plaintext),
+                    scopes=held,
+                    created_at=self.clock(),
+                )
+            )
+        return plaintext
+
+    def revoke_key(self, plaintext: str) -> None:
+        with self.store.transaction():
+            key = self.store.key_by_hash(wire.hash_key(plaintext))
+            if key is None:
+                raise not_found(_msgs.KEY_NOT_FOUND)
+            self.store.put_key(replace(key, revoked=True))
+
+    def keys(self, tenant_id: int) -> list[r.ApiKey]:
+        with self.store.transaction():
+            self.tenant(tenant_id)
+            return self.store.keys(tenant_id)
+
+    def add_workspace(self, tenant_id: int, slug: str, name: str | None = None) -> r.Workspace:
+        body: dict[str, Any] = {"slug": slug}
+        if name is not None:
+            body["name"] = name
+        slug, name = parse.parse_workspace_body(body)
+        with self.store.transaction():
+            self.tenant(tenant_id)
+            return self._insert_workspace(tenant_id, slug, name)
+
+    def contexts(self, tenant_id: int) -> list[r.Context]:
+        """Every context of a tenant, in id order (for assertions)."""
+        with self.store.transaction():
+            self.tenant(tenant_id)
+            total = self.store.count_contexts(tenant_id)
+            rows, _ = self.store.list_contexts(tenant_id, r.ListQuery(limit=max(total, 1)), None)
+            return rows
+
+    def workspaces(self, tenant_id: int) -> list[r.Workspace]:
+        with self.store.transaction():
+            self.tenant(tenant_id)
+            return self.store.workspaces(tenant_id)
+
+    def audit_rows(self) -> list[r.AuditRow]:
+        with self.store.transaction():
+            return self.store.audit_rows()
+
+    def verify_audit_chain(self) -> int:
+        return audit.verify_chain(self.audit_rows())
+
+    def reset(self) -> None:
+        self.store.reset()
+
+    # ----- auth -----
+
+    def authenticate(self, authorization: str | None) -> r.Principal:
+        """The caller behind an ``Authorization`` header, or a 401."""
+        plaintext = auth.bearer_key(authorization)
+        with self.store.read():  # one statement: no write lock needed
+            key = self.store.key_by_hash(wire.hash_key(plaintext))
+        if key is None:
+            raise unauthorized(_msgs.UNKNOWN_KEY)
+        if key.revoked:
+            raise unauthorized(_msgs.REVOKED_KEY)
+        return r.Principal(key.tenant_id, key.scopes, key.prefix)
+
+    # ----- contexts -----
+
+    def create_context(self, p: r.Principal, body: Body) -> r.Context:
+        auth.require_scope(p.scopes, WRITE)
+        item = parse.parse_context_body(body, create=True)
+        with self.store.transaction():
+            quota.ensure_room(self._plan(p), self.store.count_contexts(p.tenant_id), 1)
+            self._ensure_external_id_free(p.tenant_id, item.external_id, None)
+            context = self._new_context(p.tenant_id, item)
+            self.store.put_context(context)
+            self.audit(p, wire.AuditAction.CONTEXT_CREATE, "context", str(context.id))
+            return context
+
+    def list_contexts(self, p: r.Principal, params: Mapping[str, str]) -> r.Page:
+        auth.require_scope(p.scopes, READ)
+        query = parse.parse_list_query(params)
+        with self.store.transaction():
+            workspace_id = None
+            if query.workspace is not None:
+                ws = self.store.workspace(p.tenant_id, query.workspace)
+                if ws is None:
+                    total = 0
+                    return r.Page([], total, query.limit, query.offset)
+                workspace_id = ws.id
+            items, total = self.store.list_contexts(p.tenant_id, query, workspace_id)
+            return r.Page(items, total, query.limit, query.offset)
+
+    def get_context(self, p: r.Principal, raw_id: str | int) -> r.Context:
+        auth.require_scope(p.scopes, READ)
+        context_id = parse.parse_id(str(raw_id))
+        with self.store.transaction():
+            return self._context(p.tenant_id, context_id)
+
+    def get_context_by_external(self, p: r.Principal, external_id: str) -> r.Context:
+        auth.require_scope(p.scopes, READ)
+        self._check_external_id_param(external_id)
+        with self.store.transaction():
+            context = self.store.context_by_external(p.tenant_id, external_id)
+        if context is None:
+            raise not_found(_msgs.EXTERNAL_NOT_FOUND.format(external_id=external_id))
+        return context
+
+    def update_context(self, p: r.Principal, raw_id: str | int, body: Body) -> r.Context:
+        auth.require_scope(p.scopes, WRITE)
+        context_id = parse.parse_id(str(raw_id))
+        item = parse.parse_context_body(body, create=False)
+        with self.store.transaction():
+            old = self._context(p.tenant_id, context_id)
+            if "externalId" in item.given:
+                self._ensure_external_id_free(p.tenant_id, item.external_id, old.id)
+            context = self._apply(old, item)
+            self.store.put_context(context)
+            self.audit(p, wire.AuditAction.CONTEXT_UPDATE, "context", str(context.id))
+            return context
+
+    def delete_context(self, p: r.Principal, raw_id: str | int) -> None:
+        auth.require_scope(p.scopes, WRITE)
+        context_id = parse.parse_id(str(raw_id))
+        with self.store.transaction():
+            context = self._context(p.tenant_id, context_id)
+            self.store.delete_context(context)
+            self.audit(p, wire.AuditAction.CONTEXT_DELETE, "context", str(context.id))
+
+    def bulk_upsert(self, p: r.Principal, body: Body) -> r.BulkResult:
+        auth.require_scope(p.scopes, WRITE)
+        items = parse.parse_bulk_body(body)
+        with self.store.transaction():
+            existing = [
+                self.store.context_by_external(p.tenant_id, item.external_id or "")
+                for item in items
+            ]
+            adding = sum(1 for old in existing if old is None)
+            quota.ensure_room(self._plan(p), self.store.count_contexts(p.tenant_id), adding)
+            out: list[r.Context] = []
+            for item, old in zip(items, existing, strict=True):
+                context = (
+                    self._new_context(p.tenant_id, item) if old is None else self._apply(old, item)
+                )
+                self.store.put_context(context)
+                out.append(context)
+            self.audit(p, wire.AuditAction.CONTEXT_BULK_UPSERT, "context", None)
+            return r.BulkResult(created=adding, updated=len(items) - adding, items=out)
+
+    def search(self, p: r.Principal, body: Body) -> list[r.SearchHit]:
+        auth.require_scope(p.scopes, READ)
+        query = parse.parse_search_body(body)
+        terms = query_terms(query.query)
+        with self.store.transaction():
+            workspace_id: int | None = None
+            if query.workspace is not None:
+                ws = self.store.workspace(p.tenant_id, query.workspace)
+                if ws is None:
+                    return []
+                workspace_id = ws.id
+            accept = _search_filter(query, workspace_id)
+            ranked = self.store.search(p.tenant_id, terms, query.limit, accept)
+        return [
+            r.SearchHit(c, score, snippet(c.content, c.title, terms, wire.SEARCH_SNIPPET_CHARS))
+            for c, score in ranked
+        ]
+
+    # ----- workspaces -----
+
+    def list_workspaces(self, p: r.Principal) -> list[r.Workspace]:
+        auth.require_scope(p.scopes, READ)
+        with self.store.transaction():
+            return self.store.workspaces(p.tenant_id)
+
+    def create_workspace(self, p: r.Principal, body: Body) -> r.Workspace:
+        auth.require_scope(p.scopes, ADMIN)
+        slug, name = parse.parse_workspace_body(body)
+        with self.store.transaction():
+            ws = self._insert_workspace(p.tenant_id, slug, name)
+            self.audit(p, wire.AuditAction.WORKSPACE_CREATE, "workspace", ws.slug)
+            return ws
+
+    def archive_workspace(self, p: r.Principal, slug: str) -> r.Workspace:
+        auth.require_scope(p.scopes, ADMIN)
+        with self.store.transaction():
+            ws = replace(self._workspace(p.tenant_id, slug), archived=True)
+            self.store.put_workspace(ws)
+            self.audit(p, wire.AuditAction.WORKSPACE_ARCHIVE, "workspace", ws.slug)
+            return ws
+
+    def delete_workspace(self, p: r.Principal, slug: str) -> None:
+        auth.require_scope(p.scopes, ADMIN)
+        with self.store.transaction():
+            ws = self._workspace(p.tenant_id, slug)
+            held = self.store.count_contexts(p.tenant_id, ws.id)
+            if held:
+                raise ApiError(
+                    _msgs.WORKSPACE_NOT_EMPTY,
+                    _msgs.WORKSPACE_NOT_EMPTY_MSG.format(slug=slug, count=held),
+                    contexts=held,
+                )
+            self.store.delete_workspace(ws)
+            self.audit(p, wire.AuditAction.WORKSPACE_DELETE, "workspace", ws.slug)
+
+    # ----- helpers -----
+
+    def _plan(self, p: r.Principal) -> str:
+        plan = self.store.tenant_plan(p.tenant_id)
+        assert plan is not None
+        return plan
+
+    def _context(self, tenant_id: int, context_id: int) -> r.Context:
+        context = self.store.context(tenant_id, context_id)
+        if context is None:
+            raise not_found(_msgs.CONTEXT_NOT_FOUND.format(id=context_id))
+        return context
+
+    def _workspace(self, tenant_id: int, slug: str) -> r.Workspace:
+        ws = self.store.workspace(tenant_id, slug)
+        if ws is None:
+            raise not_found(_msgs.WORKSPACE_NOT_FOUND.format(slug=slug))
+        return ws
+
+    def _insert_workspace(self, tenant_id: int, slug: str, name: str) -> r.Workspace:
+        if self.store.workspace(tenant_id, slug) is not None:
+            raise ApiError(_msgs.WORKSPACE_TAKEN, _msgs.WORKSPACE_TAKEN_MSG.format(slug=slug))
+        ws = r.Workspace(self.store.next_id("workspace"), tenant_id, slug, name, self.clock())
+        self.store.put_workspace(ws)
+        return ws
+
+    def _resolve_workspace(self, tenant_id: int, slug: str | None) -> r.Workspace | None:
+        # wire.UNKNOWN_WORKSPACE_IS_NULL: an unknown slug is stored as no workspace.
+        return None if slug is None else self.store.workspace(tenant_id, slug)
+
+    def _ensure_external_id_free(
+        self, tenant_id: int, external_id: str | None, own_id: int | None
+    ) -> None:
+        if external_id is None:
+            return
+        holder = self.store.context_id_by_external(tenant_id, external_id)
+        if holder is not None and holder != own_id:
+            raise ApiError(
+                _msgs.EXTERNAL_ID_TAKEN,
+                _msgs.EXTERNAL_ID_TAKEN_MSG.format(external_id=external_id, id=holder),
+                externalId=external_id,
+            )
+
+    @staticmethod
+    def _check_external_id_param(external_id: str) -> None:
+        issues = Issues(_msgs.INVALID_PATH)
+        if not external_id:
+            issues.add(("externalId",), _msgs.TOO_SHORT.format(min=1))
+        elif len(external_id) > wire.MAX_EXTERNAL_ID_CHARS:
+            issues.add(("externalId",), _msgs.TOO_LONG.format(max=wire.MAX_EXTERNAL_ID_CHARS))
+        issues.check()
+
+    def _new_context(self, tenant_id: int, item: r.ContextInput) -> r.Context:
+        ws = self._resolve_workspace(tenant_id, item.workspace)
+        now = self.clock()
+        assert item.type is not None and item.title is not None and item.content is not None
+        return r.Context(
+            id=self.store.next_id("context"),
+            tenant_id=tenant_id,
+            workspace_id=None if ws is None else ws.id,
+            workspace=None if ws is None else ws.slug,
+            type=item.type,
+            title=item.title,
+            content=item.content,
+            tags=item.tags or (),
+            external_id=item.external_id,
+            metadata=dict(item.metadata or {}),
+            created_at=now,
+            updated_at=now,
+        )
+
+    def _apply(self, old: r.Context, item: r.ContextInput) -> r.Context:
+        """``old`` with every field the input gave replaced (last writer wins)."""
+        changes: dict[str, Any] = {"updated_at": self.clock()}
+        given = item.given
+        for name in ("type", "title", "content"):
+            if name in given:
+                changes[name] = getattr(item, name)
+        if "tags" in given:
+            changes["tags"] = item.tags or ()
+        if "externalId" in given:
+            changes["external_id"] = item.external_id
+        if "metadata" in given:
+            changes["metadata"] = dict(item.metadata or {})
+        if "workspace" in given:
+            ws = self._resolve_workspace(old.tenant_id, item.workspace)
+            changes["workspace_id"] = None if ws is None else ws.id
+            changes["workspace"] = None if ws is None else ws.slug
+        return replace(old, **changes)
+
+    def audit(self, p: r.Principal, action: str, entity: str, entity_id: str | None) -> None:
+        """Append the chained audit row of one successful write (inside its transaction)."""
+        row = audit.chain_row(
+            self.store.last_audit_hash(),
+            row_id=self.store.next_id("activity_log"),
+            tenant_id=p.tenant_id,
+            actor_key_prefix=p.key_prefix,
+            action=action,
+            entity=entity,
+            entity_id=entity_id,
+            at=wire.timestamp(self.clock()),
+        )
+        self.store.append_audit(row)
+
+
+def _search_filter(
+    query: r.SearchQuery, workspace_id: int | None
+) -> Callable[[r.Context], bool] | None:
+    if query.type is None and query.workspace is None and not query.tags:
+        return None
+    wanted_tags = set(query.tags)
+
+    def accept(c: r.Context) -> bool:
+        return (
+            (query.type is None or c.type == query.type)
+            and (query.workspace is None or c.workspace_id == workspace_id)
+            and wanted_tags.issubset(c.tags)  # wire.SEARCH_TAGS_MATCH_ALL
+        )
+
+    return accept

@@ -1,0 +1,59 @@
+"""Exceptions the fake's model raises; the HTTP layer turns them into error bodies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapter import wire
+from fake_contextq import _msgs
+
+
+class ApiError(Exception):
+    """A ContextQ error answer: a code from ``_msgs``, a sentence, and optional details."""
+
+    def __init__(self, code: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+    @property
+    def status(self) -> int:
+        return wire.ERROR_STATUS[self.code]
+
+    def body(self) -> dict[str, Any]:
+        return wire.error_body(self.code, self.message, self.details)
+
+    def __repr__(self) -> str:
+        return f"ApiError({self.status} {self.code}: {self.message})"
+
+
+class ValidationFailed(ApiError):
+    """400 ``validation_error`` with the list of ``{path, message}`` issues."""
+
+    def __init__(self, issues: list[dict[str, str]], message: str = _msgs.INVALID_BODY) -> None:
+        super().__init__(_msgs.VALIDATION_ERROR, message, issues=issues)
+        self.issues = issues
+
+    def __str__(self) -> str:
+        listed = "; ".join(
+            f"{i['path']}: {i['message']}" if i["path"] else i["message"] for i in self.issues
+        )
+        return f"{self.message} {listed}" if listed else self.message
+
+
+class AuditChainError(AssertionError):
+    """Raised by ``verify_audit_chain`` at the first row that breaks the chain."""
+
+    def __init__(self, row_id: int, reason: str) -> None:
+        super().__init__(reason)
+        self.row_id = row_id
+        self.reason = reason
+
+
+def unauthorized(message: str) -> ApiError:
+    return ApiError(_msgs.UNAUTHORIZED, message)
+
+
+def not_found(message: str) -> ApiError:
+    return ApiError(_msgs.NOT_FOUND, message)

@@ -1,0 +1,568 @@
+"""The HTTP face of the fake: FastAPI routes that translate requests to model calls.
+
+Routes hold no rules. Each one authenticates, hands the raw input to the model, and
+renders what comes back through ``domain.render``; errors become ContextQ's error bodies.
+Paths, methods and success statuses come from the contract's route table (``wire.Routes``).
+A pure-ASGI middleware around everything records the journal and plays faults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import unquote
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from starlette.convertors import PathConvertor, register_url_convertor
+from starlette.exceptions import HTTPException
+
+from adapter import wire
+from fake_contextq import _msgs
+from fake_contextq.domain import records as r
+from fake_contextq.domain import render
+from fake_contextq.domain.backend import ContextQBackend
+from fake_contextq.domain.errors import ApiError, ValidationFailed
+from fake_contextq.http import openapi as oa
+from fake_contextq.http._io import (
+    SCOPE_KEY,
+    ASGIApp,
+    Binding,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    binding,
+    error_response,
+    json_response,
+    read_body,
+)
+from fake_contextq.http.control import mount_control
+from fake_contextq.http.faults import ConnectionDropped, Faults
+from fake_contextq.http.journal import Journal, JournalEntry
+
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+CONTROL_PREFIX = "/_fake/"
+BY_EXTERNAL_PREFIX = wire.Routes.GET_CONTEXT_BY_EXTERNAL.template.partition("{")[0]
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+class _AnyText(PathConvertor):
+    """Like ``path``, but also across newlines: an external id may hold any character."""
+
+    regex = r"[\s\S]*"
+
+
+register_url_convertor("anytext", _AnyText())
+
+
+def route(api: FastAPI, endpoint: wire.Route, **options: Any) -> Callable[[Handler], Handler]:
+    """Register a handler for one endpoint of the contract's route table."""
+    path = endpoint.template
+    if endpoint is wire.Routes.GET_CONTEXT_BY_EXTERNAL:
+        path = path.replace("{external_id}", "{external_id:anytext}")
+    decorate: Callable[[Handler], Handler] = api.api_route(
+        path, methods=[endpoint.method], status_code=endpoint.status, **options
+    )
+    return decorate
+
+
+def external_id_from(request: Request) -> str:
+    """The external id exactly as sent: taken from the raw path, so ``%2F`` stays a slash
+    inside the id instead of being decoded before routing."""
+    raw = request.scope.get("raw_path")
+    if isinstance(raw, bytes | bytearray):
+        raw_path = raw.decode("latin-1").split("?", 1)[0]
+        if raw_path.startswith(BY_EXTERNAL_PREFIX):
+            try:
+                return unquote(raw_path[len(BY_EXTERNAL_PREFIX) :], errors="strict")
+            except UnicodeDecodeError:
+                raise ValidationFailed(
+                    [{"path": "externalId", "message": _msgs.NOT_UTF8}], _msgs.INVALID_PATH
+                ) from None
+    path: str = request.scope["path"]
+    return path[len(BY_EXTERNAL_PREFIX) :]
+
+
+def create_app(
+    backend: ContextQBackend,
+    journal: Journal,
+    faults: Faults,
+    *,
+    control_token: str | None = None,
+) -> ASGIApp:
+    """An ASGI app serving ``backend``; with a control token, the ``/_fake/`` routes too.
+
+    The FastAPI routing is built once per process and holds no state: each app made
+    here binds its own backend, journal and faults into every request's scope, so a
+    fresh fake costs microseconds, not a FastAPI build.
+    """
+    api = _routes(control=control_token is not None)
+    return Observed(api, Binding(backend, journal, faults, control_token))
+
+
+@functools.cache
+def _routes(*, control: bool) -> FastAPI:
+    api = FastAPI(
+        title="fake-contextq",
+        version="0.1.0",
+        description="A strict fake of ContextQ's HTTP API.",
+        docs_url=None,
+        redirect_slashes=False,  # Fastify does not redirect '/x/' to '/x': it is a 404
+        redoc_url=None,
+    )
+
+    def principal(request: Request) -> tuple[r.Principal, ContextQBackend]:
+        backend = binding(request).backend
+        p = backend.authenticate(request.headers.get("authorization"))
+        request.state.tenant_id = p.tenant_id
+        return p, backend
+
+    @api.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> Response:
+        return error_response(exc)
+
+    @api.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> Response:
+        issues = [
+            {
+                "path": wire.issue_path([str(p) for p in e.get("loc", ())[1:]]),
+                "message": str(e.get("msg", "")),
+            }
+            for e in exc.errors()
+        ]
+        return json_response(
+            400,
+            wire.error_body(_msgs.VALIDATION_ERROR, _msgs.INVALID_QUERY, {"issues": issues}),
+        )
+
+    @api.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> Response:
+        if exc.status_code in (404, 405):
+            return json_response(
+                wire.UNKNOWN_ROUTE_STATUS,
+                wire.error_body(
+                    _msgs.NOT_FOUND,
+                    _msgs.ROUTE_NOT_FOUND.format(method=request.method, path=request.url.path),
+                ),
+            )
+        return json_response(
+            exc.status_code,
+            wire.error_body(
+                _msgs.INTERNAL_ERROR if exc.status_code >= 500 else _msgs.VALIDATION_ERROR,
+                str(exc.detail),
+            ),
+        )
+
+    @api.exception_handler(Exception)
+    async def _crash(_: Request, exc: Exception) -> Response:
+        return json_response(
+            500,
+            wire.error_body(
+                _msgs.INTERNAL_ERROR, _msgs.INTERNAL_ERROR_MSG.format(detail=type(exc).__name__)
+            ),
+        )
+
+    # ----- contexts -----
+
+    @route(
+        api,
+        wire.Routes.CREATE_CONTEXT,
+        tags=["contexts"],
+        openapi_extra=oa.json_body(oa.CONTEXT_CREATE),
+        responses=oa.responses(201, oa.CONTEXT, 400, 402, 403, 409),
+    )
+    async def create_context(request: Request) -> Response:
+        p, backend = principal(request)
+        return json_response(
+            201, render.context_json(backend.create_context(p, await read_body(request)))
+        )
+
+    @route(
+        api,
+        wire.Routes.LIST_CONTEXTS,
+        tags=["contexts"],
+        openapi_extra=oa.query_params(
+            ("workspace", {"type": "string"}),
+            ("tag", {"type": "string"}),
+            ("type", {"type": "string", "enum": list(wire.CONTEXT_TYPES)}),
+            ("limit", {"type": "integer", "minimum": 1, "maximum": wire.LIST_MAX_LIMIT}),
+            ("offset", {"type": "integer", "minimum": 0}),
+        ),
+        responses=oa.responses(200, oa.PAGE, 400, 403),
+    )
+    async def list_contexts(request: Request) -> Response:
+        p, backend = principal(request)
+        return json_response(200, render.page_json(backend.list_contexts(p, request.query_params)))
+
+    @route(
+        api,
+        wire.Routes.BULK_UPSERT,
+        tags=["contexts"],
+        openapi_extra=oa.json_body(oa.BULK_UPSERT),
+        responses=oa.responses(200, oa.BULK_RESULT, 400, 402, 403),
+    )
+    async def bulk_upsert(request: Request) -> Response:
+        p, backend = principal(request)
+        return json_response(
+            200, render.bulk_json(backend.bulk_upsert(p, await read_body(request)))
+        )
+
+    @route(
+        api,
+        wire.Routes.GET_CONTEXT_BY_EXTERNAL,
+        tags=["contexts"],
+        openapi_extra=oa.EXTERNAL_ID_PARAM,
+        responses=oa.responses(200, oa.CONTEXT, 400, 403, 404),
+    )
+    async def get_by_external(request: Request) -> Response:
+        p, backend = principal(request)
+        return json_response(
+            200,
+            render.context_json(backend.get_context_by_external(p, external_id_from(request))),
+        )
+
+    @route(
+        api,
+        wire.Routes.GET_CONTEXT,
+        tags=["contexts"],
+        openapi_extra=oa.ID_PARAM,
+        responses=oa.responses(200, oa.CONTEXT, 400, 403, 404),
+    )
+    async def get_context(request: Request) -> Response:
+        context_id = request.path_params["context_id"]
+        p, backend = principal(request)
+        return json_response(200, render.context_json(backend.get_context(p, context_id)))
+
+    @route(
+        api,
+        wire.Routes.UPDATE_CONTEXT,
+        tags=["contexts"],
+        openapi_extra=oa.merged(oa.ID_PARAM, oa.json_body(oa.CONTEXT_UPDATE)),
+        responses=oa.responses(200, oa.CONTEXT, 400, 403, 404, 409),
+    )
+    async def update_context(request: Request) -> Response:
+        context_id = request.path_params["context_id"]
+        p, backend = principal(request)
+        return json_response(
+            200,
+            render.context_json(backend.update_context(p, context_id, await read_body(request))),
+        )
+
+    @route(
+        api,
+        wire.Routes.DELETE_CONTEXT,
+        tags=["contexts"],
+        openapi_extra=oa.ID_PARAM,
+        responses=oa.responses(204, None, 400, 403, 404),
+    )
+    async def delete_context(request: Request) -> Response:
+        context_id = request.path_params["context_id"]
+        p, backend = principal(request)
+        backend.delete_context(p, context_id)
+        return Response(status_code=204)
+
+    # ----- workspaces -----
+
+    @route(
+        api,
+        wire.Routes.LIST_WORKSPACES,
+        tags=["workspaces"],
+        responses=oa.responses(200, oa.WORKSPACES, 403),
+    )
+    async def list_workspaces(request: Request) -> Response:
+        p, backend = principal(request)
+        return json_response(200, render.workspaces_json(backend.list_workspaces(p)))
+
+    @route(
+        api,
+        wire.Routes.CREATE_WORKSPACE,
+        tags=["workspaces"],
+        openapi_extra=oa.json_body(oa.WORKSPACE_CREATE),
+        responses=oa.responses(201, oa.WORKSPACE, 400, 403, 409),
+    )
+    async def create_workspace(request: Request) -> Response:
+        p, backend = principal(request)
+        return json_response(
+            201, render.workspace_json(backend.create_workspace(p, await read_body(request)))
+        )
+
+    @route(
+        api,
+        wire.Routes.ARCHIVE_WORKSPACE,
+        tags=["workspaces"],
+        openapi_extra=oa.SLUG_PARAM,
+        responses=oa.responses(200, oa.WORKSPACE, 403, 404),
+    )
+    async def archive_workspace(request: Request) -> Response:
+        slug = request.path_params["slug"]
+        p, backend = principal(request)
+        return json_response(200, render.workspace_json(backend.archive_workspace(p, slug)))
+
+    @route(
+        api,
+        wire.Routes.DELETE_WORKSPACE,
+        tags=["workspaces"],
+        openapi_extra=oa.SLUG_PARAM,
+        responses=oa.responses(204, None, 403, 404, 409),
+    )
+    async def delete_workspace(request: Request) -> Response:
+        slug = request.path_params["slug"]
+        p, backend = principal(request)
+        backend.delete_workspace(p, slug)
+        return Response(status_code=204)
+
+    # ----- search -----
+
+    @route(
+        api,
+        wire.Routes.SEARCH,
+        tags=["search"],
+        openapi_extra=oa.json_body(oa.SEARCH),
+        responses=oa.responses(200, oa.SEARCH_RESULT, 400, 403),
+    )
+    async def search(request: Request) -> Response:
+        p, backend = principal(request)
+        return json_response(200, render.search_json(backend.search(p, await read_body(request))))
+
+    # ----- Agent Memory Layer -----
+
+    @route(
+        api,
+        wire.Routes.START_SESSION,
+        tags=["agent"],
+        openapi_extra=oa.json_body(oa.SESSION_START),
+        responses=oa.responses(201, oa.SESSION, 400, 403, 404),
+    )
+    async def start_session(request: Request) -> Response:
+        p, backend = principal(request)
+        session = backend.agent.start_session(p, await read_body(request))
+        return json_response(201, render.session_json(session))
+
+    @route(
+        api,
+        wire.Routes.GET_SESSION,
+        tags=["agent"],
+        openapi_extra=oa.SESSION_ID_PARAM,
+        responses=oa.responses(200, oa.SESSION, 400, 403, 404),
+    )
+    async def get_session(request: Request) -> Response:
+        p, backend = principal(request)
+        session = backend.agent.get_session(p, request.path_params["session_id"])
+        return json_response(200, render.session_json(session))
+
+    @route(
+        api,
+        wire.Routes.END_SESSION,
+        tags=["agent"],
+        openapi_extra=oa.merged(oa.SESSION_ID_PARAM, oa.json_body(oa.SESSION_END)),
+        responses=oa.responses(200, oa.SESSION, 400, 403, 404),
+    )
+    async def end_session(request: Request) -> Response:
+        p, backend = principal(request)
+        session = backend.agent.end_session(
+            p, request.path_params["session_id"], await read_body(request)
+        )
+        return json_response(200, render.session_json(session))
+
+    @route(
+        api,
+        wire.Routes.CHECKPOINT,
+        tags=["agent"],
+        openapi_extra=oa.merged(oa.SESSION_ID_PARAM, oa.json_body(oa.CHECKPOINT_BODY)),
+        responses=oa.responses(201, oa.CHECKPOINT, 400, 403, 404, 409),
+    )
+    async def checkpoint(request: Request) -> Response:
+        p, backend = principal(request)
+        cp = backend.agent.checkpoint(
+            p, request.path_params["session_id"], await read_body(request)
+        )
+        return json_response(201, render.checkpoint_json(cp))
+
+    @route(
+        api,
+        wire.Routes.RESUME,
+        tags=["agent"],
+        openapi_extra=oa.SESSION_ID_PARAM,
+        responses=oa.responses(200, oa.RESUME, 400, 403, 404),
+    )
+    async def resume(request: Request) -> Response:
+        p, backend = principal(request)
+        found = backend.agent.resume(p, request.path_params["session_id"])
+        return json_response(200, render.resume_json(found))
+
+    @route(
+        api,
+        wire.Routes.LIST_TASKS,
+        tags=["agent"],
+        openapi_extra=oa.SESSION_ID_PARAM,
+        responses=oa.responses(200, oa.TASKS, 400, 403, 404),
+    )
+    async def list_tasks(request: Request) -> Response:
+        p, backend = principal(request)
+        tasks = backend.agent.list_tasks(p, request.path_params["session_id"])
+        return json_response(200, {"items": [render.task_json(t) for t in tasks]})
+
+    @route(
+        api,
+        wire.Routes.UPSERT_TASK,
+        tags=["agent"],
+        openapi_extra=oa.json_body(oa.TASK_BODY),
+        responses={**oa.responses(201, oa.TASK, 400, 403, 404, 422), **oa.responses(200, oa.TASK)},
+    )
+    async def upsert_task(request: Request) -> Response:
+        p, backend = principal(request)
+        task, created = backend.agent.upsert_task(p, await read_body(request))
+        return json_response(201 if created else 200, render.task_json(task))
+
+    @route(
+        api,
+        wire.Routes.TICK_TASK,
+        tags=["agent"],
+        openapi_extra=oa.merged(oa.TASK_ID_PARAM, oa.json_body(oa.TICK_BODY)),
+        responses=oa.responses(200, oa.TASK, 400, 403, 404, 422),
+    )
+    async def tick_task(request: Request) -> Response:
+        p, backend = principal(request)
+        task = backend.agent.tick_task(p, request.path_params["task_id"], await read_body(request))
+        return json_response(200, render.task_json(task))
+
+    @route(
+        api,
+        wire.Routes.ADD_LESSON,
+        tags=["agent"],
+        openapi_extra=oa.json_body(oa.LESSON_BODY),
+        responses=oa.responses(201, oa.LESSON, 400, 403, 404),
+    )
+    async def add_lesson(request: Request) -> Response:
+        p, backend = principal(request)
+        lesson = backend.agent.add_lesson(p, await read_body(request))
+        return json_response(201, render.lesson_json(lesson))
+
+    @route(
+        api,
+        wire.Routes.HANDOFF,
+        tags=["agent"],
+        openapi_extra=oa.json_body(oa.HANDOFF_BODY),
+        responses=oa.responses(201, oa.HANDOFF, 400, 403, 404, 503),
+    )
+    async def handoff(request: Request) -> Response:
+        p, backend = principal(request)
+        written = backend.agent.handoff(p, await read_body(request))
+        return json_response(201, render.handoff_json(written))
+
+    @route(
+        api,
+        wire.Routes.BOOT,
+        tags=["agent"],
+        openapi_extra=oa.json_body(oa.BOOT_BODY),
+        responses=oa.responses(200, oa.BOOT, 400, 403),
+    )
+    async def boot(request: Request) -> Response:
+        p, backend = principal(request)
+        pack = backend.agent.boot(p, await read_body(request))
+        return json_response(200, render.boot_json(pack))
+
+    if control:
+        mount_control(api)
+    return api
+
+
+class Observed:
+    """Pure-ASGI wrapper: records each ContextQ request in the journal and plays faults.
+
+    Control routes (``/_fake/``) are neither journaled nor subject to faults.
+    """
+
+    def __init__(self, app: ASGIApp, bound: Binding) -> None:
+        self.app = app
+        self.bound = bound
+        self.journal = bound.journal
+        self.faults = bound.faults
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope[SCOPE_KEY] = self.bound
+        path: str = scope.get("path", "")
+        if scope["type"] != "http" or path.startswith(CONTROL_PREFIX):
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        state = scope.setdefault("state", {})
+        method: str = scope["method"]
+        status: int | None = None
+        recorded = False
+        fault = self.faults.take(method, path)
+
+        def record() -> None:
+            # Recorded before the last byte leaves, so a client that has its answer (or its
+            # dropped connection) always finds the request in the journal.
+            nonlocal recorded
+            if recorded:
+                return
+            recorded = True
+            query = scope.get("query_string", b"")
+            self.journal.record(
+                JournalEntry(
+                    method=method,
+                    path=path,
+                    query=query.decode("latin-1") if isinstance(query, bytes) else str(query),
+                    status=status,
+                    tenant_id=state.get("tenant_id"),
+                    duration=time.perf_counter() - started,
+                    fault=fault is not None,
+                )
+            )
+
+        async def observe(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                record()
+            await send(message)
+
+        try:
+            if fault is not None:
+                if fault.delay:
+                    await asyncio.sleep(fault.delay)
+                if fault.drop:
+                    record()
+                    await _drop_connection(send)
+                    return
+                if fault.status is not None:
+                    body = wire.error_body(
+                        _msgs.INJECTED_FAULT,
+                        _msgs.INJECTED_FAULT_MSG.format(method=method, path=path),
+                    )
+                    await observe(
+                        {
+                            "type": "http.response.start",
+                            "status": fault.status,
+                            "headers": _JSON_HEADERS,
+                        }
+                    )
+                    await observe({"type": "http.response.body", "body": json.dumps(body).encode()})
+                    return
+            await self.app(scope, receive, observe)
+        finally:
+            record()
+
+
+async def _drop_connection(send: Send) -> None:
+    """Close the client's connection without an answer.
+
+    Under uvicorn, ``send`` is bound to the request cycle that owns the socket; closing
+    it is what a crashed server looks like to the client. In-process there is no socket,
+    so the transport is told through ``ConnectionDropped``.
+    """
+    transport = getattr(getattr(send, "__self__", None), "transport", None)
+    if transport is None:
+        raise ConnectionDropped()
+    transport.close()
+    await asyncio.sleep(0)  # let the server see the connection is gone before it answers

@@ -1,0 +1,267 @@
+"""The in-memory store: dicts behind one lock, the fastest store, for unit tests."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from itertools import islice
+
+from fake_contextq.domain.records import (
+    AgentSession,
+    AgentTask,
+    ApiKey,
+    AuditRow,
+    Checkpoint,
+    Context,
+    Handoff,
+    Lesson,
+    ListQuery,
+    Tenant,
+    Workspace,
+)
+from fake_contextq.domain.search import SearchIndex
+
+
+def list_page(
+    contexts: Mapping[int, Context], query: ListQuery, workspace_id: int | None
+) -> tuple[list[Context], int]:
+    """One page of a tenant's contexts (``contexts`` in id order) and the matching total."""
+    if query.workspace is None and query.tag is None and query.type is None:
+        total = len(contexts)
+        if query.offset >= total:
+            return [], total
+        page = islice(contexts.values(), query.offset, query.offset + query.limit)
+        return list(page), total
+    matches = [
+        c
+        for c in contexts.values()
+        if (query.workspace is None or c.workspace_id == workspace_id)
+        and (query.tag is None or query.tag in c.tags)
+        and (query.type is None or c.type == query.type)
+    ]
+    return matches[query.offset : query.offset + query.limit], len(matches)
+
+
+class _TenantRows:
+    __slots__ = (
+        "by_external",
+        "contexts",
+        "handoffs",
+        "index",
+        "keys",
+        "lessons",
+        "sessions",
+        "workspaces",
+    )
+
+    def __init__(self) -> None:
+        self.contexts: dict[int, Context] = {}  # insertion order is id order
+        self.by_external: dict[str, int] = {}
+        self.workspaces: dict[str, Workspace] = {}
+        self.keys: list[ApiKey] = []
+        self.index = SearchIndex()
+        self.sessions: dict[int, AgentSession] = {}
+        self.lessons: dict[int, Lesson] = {}
+        self.handoffs: list[Handoff] = []
+
+
+class MemoryStore:
+    """Dicts behind one re-entrant lock; the fastest store, for unit tests."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.reset()
+
+    def transaction(self) -> AbstractContextManager[object]:
+        return self._lock
+
+    def read(self) -> AbstractContextManager[object]:
+        return self._lock
+
+    def reset(self) -> None:
+        with self._lock:
+            self._ids: dict[str, int] = {}
+            self._tenants: dict[int, Tenant] = {}
+            self._rows: dict[int, _TenantRows] = {}
+            self._keys: dict[str, ApiKey] = {}
+            self._audit: list[AuditRow] = []
+            self._checkpoints: dict[int, list[Checkpoint]] = {}
+            self._tasks: dict[int, AgentTask] = {}  # every tenant's, by id
+            self._task_keys: dict[tuple[int, str], int] = {}
+            self._session_tasks: dict[int, list[int]] = {}
+
+    def next_id(self, kind: str) -> int:
+        value = self._ids.get(kind, 0) + 1
+        self._ids[kind] = value
+        return value
+
+    # tenants and keys
+
+    def put_tenant(self, tenant: Tenant) -> None:
+        self._tenants[tenant.id] = tenant
+        self._rows.setdefault(tenant.id, _TenantRows())
+
+    def tenant(self, tenant_id: int) -> Tenant | None:
+        return self._tenants.get(tenant_id)
+
+    def tenant_plan(self, tenant_id: int) -> str | None:
+        found = self.tenant(tenant_id)
+        return None if found is None else found.plan
+
+    def tenants(self) -> list[Tenant]:
+        return list(self._tenants.values())
+
+    def put_key(self, key: ApiKey) -> None:
+        rows = self._rows[key.tenant_id]
+        rows.keys = [k for k in rows.keys if k.id != key.id] + [key]
+        rows.keys.sort(key=lambda k: k.id)
+        self._keys[key.key_hash] = key
+
+    def key_by_hash(self, key_hash: str) -> ApiKey | None:
+        return self._keys.get(key_hash)
+
+    def keys(self, tenant_id: int) -> list[ApiKey]:
+        return list(self._rows[tenant_id].keys)
+
+    # workspaces
+
+    def put_workspace(self, workspace: Workspace) -> None:
+        self._rows[workspace.tenant_id].workspaces[workspace.slug] = workspace
+
+    def workspace(self, tenant_id: int, slug: str) -> Workspace | None:
+        return self._rows[tenant_id].workspaces.get(slug)
+
+    def workspaces(self, tenant_id: int) -> list[Workspace]:
+        return sorted(self._rows[tenant_id].workspaces.values(), key=lambda w: w.id)
+
+    def delete_workspace(self, workspace: Workspace) -> None:
+        del self._rows[workspace.tenant_id].workspaces[workspace.slug]
+
+    # contexts
+
+    def put_context(self, context: Context) -> None:
+        rows = self._rows[context.tenant_id]
+        old = rows.contexts.get(context.id)
+        if old is not None and old.external_id is not None:
+            del rows.by_external[old.external_id]
+        rows.contexts[context.id] = context
+        if context.external_id is not None:
+            rows.by_external[context.external_id] = context.id
+        if (
+            old is None
+            or old.title != context.title
+            or old.content != context.content
+            or old.tags != context.tags
+        ):
+            rows.index.add(context.id, context.title, context.content, context.tags)
+
+    def context(self, tenant_id: int, context_id: int) -> Context | None:
+        return self._rows[tenant_id].contexts.get(context_id)
+
+    def context_by_external(self, tenant_id: int, external_id: str) -> Context | None:
+        rows = self._rows[tenant_id]
+        context_id = rows.by_external.get(external_id)
+        return None if context_id is None else rows.contexts[context_id]
+
+    def context_id_by_external(self, tenant_id: int, external_id: str) -> int | None:
+        found = self.context_by_external(tenant_id, external_id)
+        return None if found is None else found.id
+
+    def delete_context(self, context: Context) -> None:
+        rows = self._rows[context.tenant_id]
+        del rows.contexts[context.id]
+        if context.external_id is not None:
+            del rows.by_external[context.external_id]
+        rows.index.remove(context.id)
+
+    def count_contexts(self, tenant_id: int, workspace_id: int | None = None) -> int:
+        contexts = self._rows[tenant_id].contexts
+        if workspace_id is None:
+            return len(contexts)
+        return sum(1 for c in contexts.values() if c.workspace_id == workspace_id)
+
+    def list_contexts(
+        self, tenant_id: int, query: ListQuery, workspace_id: int | None
+    ) -> tuple[list[Context], int]:
+        return list_page(self._rows[tenant_id].contexts, query, workspace_id)
+
+    def search(
+        self,
+        tenant_id: int,
+        terms: list[str],
+        limit: int,
+        accept: Callable[[Context], bool] | None,
+    ) -> list[tuple[Context, float]]:
+        rows = self._rows[tenant_id]
+        contexts = rows.contexts
+        doc_filter = None if accept is None else (lambda doc_id: accept(contexts[doc_id]))
+        return [(contexts[d], s) for d, s in rows.index.top(terms, limit, doc_filter)]
+
+    # audit
+
+    def last_audit_hash(self) -> str | None:
+        return self._audit[-1].hash if self._audit else None
+
+    def append_audit(self, row: AuditRow) -> None:
+        self._audit.append(row)
+
+    def audit_rows(self) -> list[AuditRow]:
+        return list(self._audit)
+
+    # agent layer
+
+    def put_session(self, session: AgentSession) -> None:
+        self._rows[session.tenant_id].sessions[session.id] = session
+
+    def session(self, tenant_id: int, session_id: int) -> AgentSession | None:
+        return self._rows[tenant_id].sessions.get(session_id)
+
+    def latest_session(self, tenant_id: int, workspace_id: int | None) -> AgentSession | None:
+        for session in reversed(self._rows[tenant_id].sessions.values()):
+            if workspace_id is None or session.workspace_id == workspace_id:
+                return session
+        return None
+
+    def put_checkpoint(self, checkpoint: Checkpoint) -> None:
+        self._checkpoints.setdefault(checkpoint.session_id, []).append(checkpoint)
+
+    def last_checkpoint(self, session_id: int) -> Checkpoint | None:
+        found = self._checkpoints.get(session_id)
+        return found[-1] if found else None
+
+    def last_checkpoint_seq(self, session_id: int) -> int:
+        found = self._checkpoints.get(session_id)
+        return found[-1].seq if found else 0
+
+    def put_task(self, task: AgentTask) -> None:
+        if task.id not in self._tasks:
+            self._session_tasks.setdefault(task.session_id, []).append(task.id)
+            self._task_keys[(task.session_id, task.key)] = task.id
+        self._tasks[task.id] = task
+
+    def task(self, tenant_id: int, task_id: int) -> AgentTask | None:
+        task = self._tasks.get(task_id)
+        return task if task is not None and task.tenant_id == tenant_id else None
+
+    def task_by_key(self, session_id: int, key: str) -> AgentTask | None:
+        task_id = self._task_keys.get((session_id, key))
+        return None if task_id is None else self._tasks[task_id]
+
+    def tasks(self, session_id: int) -> list[AgentTask]:
+        return [self._tasks[i] for i in self._session_tasks.get(session_id, [])]
+
+    def put_lesson(self, lesson: Lesson) -> None:
+        self._rows[lesson.tenant_id].lessons[lesson.id] = lesson
+
+    def lessons(self, tenant_id: int) -> list[Lesson]:
+        return list(self._rows[tenant_id].lessons.values())
+
+    def put_handoff(self, handoff: Handoff) -> None:
+        self._rows[handoff.tenant_id].handoffs.append(handoff)
+
+    def latest_handoff(self, tenant_id: int, workspace_id: int | None) -> Handoff | None:
+        for handoff in reversed(self._rows[tenant_id].handoffs):
+            if workspace_id is None or handoff.workspace_id == workspace_id:
+                return handoff
+        return None

@@ -1,0 +1,138 @@
+"""Serving an ASGI fake over real HTTP with uvicorn, on a thread or in the foreground."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from types import TracebackType
+from typing import Any, Self
+
+import uvicorn
+
+ASGIApp = Callable[
+    [
+        MutableMapping[str, Any],
+        Callable[[], Awaitable[MutableMapping[str, Any]]],
+        Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    ],
+    Awaitable[None],
+]
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening socket; binding here (not in uvicorn) makes port 0 knowable up front."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_for(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def make_server(app: ASGIApp, log_level: str = "warning") -> uvicorn.Server:
+    # lifespan off: the app needs no start-up, and the in-process transports skip it too.
+    config = uvicorn.Config(app, lifespan="off", log_level=log_level, access_log=False)
+    return uvicorn.Server(config)
+
+
+class ServedApp:
+    """An app behind uvicorn on a background thread, with its ``url`` once it is ready."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        ready_timeout: float = 10.0,
+        name: str = "fake",
+    ) -> None:
+        self.app = app
+        self.host = host
+        self.requested_port = port
+        self.ready_timeout = ready_timeout
+        self.name = name
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
+
+    @property
+    def port(self) -> int:
+        if self._sock is None:
+            raise RuntimeError("the server is not running")
+        port: int = self._sock.getsockname()[1]
+        return port
+
+    @property
+    def url(self) -> str:
+        return url_for(self.host, self.port)
+
+    def start(self) -> None:
+        self._sock = bind_socket(self.host, self.requested_port)
+        self._server = make_server(self.app)
+        # uvicorn installs signal handlers only on the main thread; a thread has none.
+        self._thread = threading.Thread(
+            target=self._server.run,
+            kwargs={"sockets": [self._sock]},
+            name=f"{self.name}-server:{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        deadline = time.monotonic() + self.ready_timeout
+        while not self._server.started:
+            if not self._thread.is_alive():
+                self.stop()
+                raise RuntimeError(f"{self.name} server thread died during start-up")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(
+                    f"{self.name} did not become ready on {self.host} within {self.ready_timeout}s"
+                )
+            time.sleep(0.005)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._sock is not None:
+            self._sock.close()
+        self._server = self._thread = None
+        self._sock = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        where = self.url if self._sock is not None else "stopped"
+        return f"<{type(self).__name__} {self.name} {where}>"
+
+
+def run_foreground(app: ASGIApp, sock: socket.socket, log_level: str = "warning") -> None:
+    """Serve ``app`` on the bound ``sock`` until Ctrl-C, then close the socket."""
+    try:
+        make_server(app, log_level).run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
