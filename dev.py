@@ -63,8 +63,10 @@ def main(argv: list[str]) -> int:
         print(f"dev.py: unknown command {command!r}\n{__doc__}", file=sys.stderr)
         return 2
     ensure_venv()
-    if command in ("serve", "demo"):
-        return run(BIN / "fake-contextq", command, *rest)
+    if command == "serve":
+        return run(BIN / "fake-contextq", "serve", *rest)
+    if command == "demo":
+        return run(BIN / "contextq-demo", *rest)
     if command == "test":
         parallel = [] if any(a.startswith(("-n", "--numprocesses")) for a in rest) else [
             "-n", "2"]

@@ -1,43 +1,93 @@
-"""Claude's memory tool (``memory_20250818``) stored in ContextQ, and a typed ContextQ client."""
+"""Claude's memory tool (``memory_20250818``) stored in ContextQ, and a typed ContextQ client.
 
-from adapter.client import AsyncContextQClient, ContextQClient
-from adapter.errors import (
-    AuthenticationError,
-    ConflictError,
-    ContextQConnectionError,
-    ContextQError,
-    ContextQTimeoutError,
-    EvidenceRequiredError,
-    ExternalIdTakenError,
-    LLMUnavailableError,
-    NotFoundError,
-    NoWorkspaceError,
-    PayloadTooLargeError,
-    QuotaExceededError,
-    ScopeDeniedError,
-    SeqConflictError,
-    UnavailableError,
-    ValidationError,
-    WorkspaceNotEmptyError,
-    WorkspaceTakenError,
-)
-from adapter.tool import AsyncContextQMemoryTool, ContextQMemoryTool, contextq_memory_tool
-from adapter.types import (
-    AgentSession,
-    AgentTask,
-    BootPack,
-    BulkUpsertResult,
-    Checkpoint,
-    Context,
-    ContextInput,
-    ContextPage,
-    ContextSummary,
-    Handoff,
-    Lesson,
-    Resume,
-    SearchResult,
-    Workspace,
-)
+Names load on first use, so ``adapter.wire`` (the wire contract, which the fakes read too)
+imports neither the Anthropic SDK nor httpx2.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from adapter.client import AsyncContextQClient, ContextQClient
+    from adapter.errors import (
+        AuthenticationError,
+        ConflictError,
+        ContextQConnectionError,
+        ContextQError,
+        ContextQTimeoutError,
+        EvidenceRequiredError,
+        ExternalIdTakenError,
+        LLMUnavailableError,
+        NotFoundError,
+        NoWorkspaceError,
+        PayloadTooLargeError,
+        QuotaExceededError,
+        ScopeDeniedError,
+        SeqConflictError,
+        UnavailableError,
+        ValidationError,
+        WorkspaceNotEmptyError,
+        WorkspaceTakenError,
+    )
+    from adapter.tool import AsyncContextQMemoryTool, ContextQMemoryTool, contextq_memory_tool
+    from adapter.types import (
+        AgentSession,
+        AgentTask,
+        BootPack,
+        BulkUpsertResult,
+        Checkpoint,
+        Context,
+        ContextInput,
+        ContextPage,
+        ContextSummary,
+        Handoff,
+        Lesson,
+        Resume,
+        SearchResult,
+        Workspace,
+    )
+
+_HOMES = {
+    "AsyncContextQClient": "client",
+    "ContextQClient": "client",
+    "AuthenticationError": "errors",
+    "ConflictError": "errors",
+    "ContextQConnectionError": "errors",
+    "ContextQError": "errors",
+    "ContextQTimeoutError": "errors",
+    "EvidenceRequiredError": "errors",
+    "ExternalIdTakenError": "errors",
+    "LLMUnavailableError": "errors",
+    "NotFoundError": "errors",
+    "NoWorkspaceError": "errors",
+    "PayloadTooLargeError": "errors",
+    "QuotaExceededError": "errors",
+    "ScopeDeniedError": "errors",
+    "SeqConflictError": "errors",
+    "UnavailableError": "errors",
+    "ValidationError": "errors",
+    "WorkspaceNotEmptyError": "errors",
+    "WorkspaceTakenError": "errors",
+    "AsyncContextQMemoryTool": "tool",
+    "ContextQMemoryTool": "tool",
+    "contextq_memory_tool": "tool",
+    "AgentSession": "types",
+    "AgentTask": "types",
+    "BootPack": "types",
+    "BulkUpsertResult": "types",
+    "Checkpoint": "types",
+    "Context": "types",
+    "ContextInput": "types",
+    "ContextPage": "types",
+    "ContextSummary": "types",
+    "Handoff": "types",
+    "Lesson": "types",
+    "Resume": "types",
+    "SearchResult": "types",
+    "Workspace": "types",
+}
 
 __all__ = [
     "AgentSession",
@@ -78,3 +128,16 @@ __all__ = [
     "WorkspaceTakenError",
     "contextq_memory_tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'adapter' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"adapter.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

@@ -141,7 +141,10 @@ class Route:
 
     def path(self, **params: str | int) -> str:
         """The path with each parameter encoded as one segment."""
-        return self.template.format_map({k: path_segment(v) for k, v in params.items()})
+        try:
+            return self.template.format_map({k: path_segment(v) for k, v in params.items()})
+        except KeyError as missing:
+            raise TypeError(f"{self.name}: {self.template} needs {missing}") from None
 
 
 class Routes:
