@@ -54,6 +54,7 @@ from fake_contextq.domain.records import (
 )
 from fake_contextq.domain.search import SearchIndex
 from fake_contextq.stores import schema as s
+from fake_contextq.stores._rows import RowMap
 from fake_contextq.stores.memory import list_page
 
 #: An execution option marking a connection of ``read()``: no ``BEGIN IMMEDIATE``.
@@ -334,69 +335,40 @@ class SqlStore:
     # ----- tenants and keys -----
 
     def put_tenant(self, tenant: Tenant) -> None:
-        self._put(
-            s.tenants,
-            {
-                "id": tenant.id,
-                "name": tenant.name,
-                "plan": tenant.plan,
-                "created_at": tenant.created_at,
-            },
-        )
+        self._put(s.tenants, _TENANT.values(tenant))
 
     def tenant(self, tenant_id: int) -> Tenant | None:
         row = self._first(s.tenants, id=tenant_id)
-        return None if row is None else _tenant(row)
+        return None if row is None else _TENANT.record(row)
 
     def tenant_plan(self, tenant_id: int) -> str | None:
         found = self._c.execute(_PLAN, {"id": tenant_id}).scalar()
         return None if found is None else str(found)
 
     def tenants(self) -> list[Tenant]:
-        return [_tenant(row) for row in self._rows(s.tenants)]
+        return [_TENANT.record(row) for row in self._rows(s.tenants)]
 
     def put_key(self, key: ApiKey) -> None:
-        self._put(
-            s.api_keys,
-            {
-                "id": key.id,
-                "tenant_id": key.tenant_id,
-                "key_hash": key.key_hash,
-                "prefix": key.prefix,
-                "scopes": list(key.scopes),
-                "revoked": key.revoked,
-                "created_at": key.created_at,
-            },
-        )
+        self._put(s.api_keys, _KEY.values(key))
 
     def key_by_hash(self, key_hash: str) -> ApiKey | None:
         row = self._first(s.api_keys, key_hash=key_hash)
-        return None if row is None else _key(row)
+        return None if row is None else _KEY.record(row)
 
     def keys(self, tenant_id: int) -> list[ApiKey]:
-        return [_key(row) for row in self._rows(s.api_keys, tenant_id=tenant_id)]
+        return [_KEY.record(row) for row in self._rows(s.api_keys, tenant_id=tenant_id)]
 
     # ----- workspaces -----
 
     def put_workspace(self, workspace: Workspace) -> None:
-        self._put(
-            s.workspaces,
-            {
-                "id": workspace.id,
-                "tenant_id": workspace.tenant_id,
-                "slug": workspace.slug,
-                "name": workspace.name,
-                "archived": workspace.archived,
-                "created_at": workspace.created_at,
-            },
-        )
+        self._put(s.workspaces, _WORKSPACE.values(workspace))
 
     def workspace(self, tenant_id: int, slug: str) -> Workspace | None:
         row = self._first(s.workspaces, tenant_id=tenant_id, slug=slug)
-        return None if row is None else _workspace(row)
+        return None if row is None else _WORKSPACE.record(row)
 
     def workspaces(self, tenant_id: int) -> list[Workspace]:
-        return [_workspace(row) for row in self._rows(s.workspaces, tenant_id=tenant_id)]
+        return [_WORKSPACE.record(row) for row in self._rows(s.workspaces, tenant_id=tenant_id)]
 
     def delete_workspace(self, workspace: Workspace) -> None:
         self._delete(s.workspaces, tenant_id=workspace.tenant_id, slug=workspace.slug)
@@ -411,32 +383,16 @@ class SqlStore:
         )
 
     def put_context(self, context: Context) -> None:
-        self._put(
-            s.contexts,
-            {
-                "id": context.id,
-                "tenant_id": context.tenant_id,
-                "workspace_id": context.workspace_id,
-                "workspace_slug": context.workspace,
-                "type": context.type,
-                "title": context.title,
-                "content": context.content,
-                "tags": list(context.tags),
-                "external_id": context.external_id,
-                "metadata": context.metadata,
-                "created_at": context.created_at,
-                "updated_at": context.updated_at,
-                "revision": self._bump_contexts_revision(context.tenant_id),
-            },
-        )
+        revision = self._bump_contexts_revision(context.tenant_id)
+        self._put(s.contexts, {**_CONTEXT.values(context), "revision": revision})
 
     def context(self, tenant_id: int, context_id: int) -> Context | None:
         row = self._first(s.contexts, tenant_id=tenant_id, id=context_id)
-        return None if row is None else _context(row)
+        return None if row is None else _CONTEXT.record(row)
 
     def context_by_external(self, tenant_id: int, external_id: str) -> Context | None:
         row = self._first(s.contexts, tenant_id=tenant_id, external_id=external_id)
-        return None if row is None else _context(row)
+        return None if row is None else _CONTEXT.record(row)
 
     def context_id_by_external(self, tenant_id: int, external_id: str) -> int | None:
         params = {"tenant_id": tenant_id, "external_id": external_id}
@@ -493,7 +449,7 @@ class SqlStore:
         changed = self._c.execute(
             _CHANGED_CONTEXTS, {"tenant_id": tenant_id, "since": cached.revision}
         ).all()
-        cached.apply(map(_context, changed))
+        cached.apply(map(_CONTEXT.record, changed))
         if self._count(s.contexts, tenant_id=tenant_id) != len(cached.contexts):
             cached.keep(set(self._c.execute(_CONTEXT_IDS, {"tenant_id": tenant_id}).scalars()))
         cached.revision = revision
@@ -508,46 +464,19 @@ class SqlStore:
         return None if found is None else str(found)
 
     def append_audit(self, row: AuditRow) -> None:
-        self._insert(
-            s.activity_logs,
-            {
-                "id": row.id,
-                "tenant_id": row.tenant_id,
-                "actor_key_prefix": row.actor_key_prefix,
-                "action": row.action,
-                "entity": row.entity,
-                "entity_id": row.entity_id,
-                "at": row.at,
-                "prev_hash": row.prev_hash,
-                "hash": row.hash,
-            },
-        )
+        self._insert(s.activity_logs, _AUDIT.values(row))
 
     def audit_rows(self) -> list[AuditRow]:
-        return [_audit(row) for row in self._rows(s.activity_logs)]
+        return [_AUDIT.record(row) for row in self._rows(s.activity_logs)]
 
     # ----- agent layer -----
 
     def put_session(self, session: AgentSession) -> None:
-        self._put(
-            s.agent_sessions,
-            {
-                "id": session.id,
-                "tenant_id": session.tenant_id,
-                "workspace_id": session.workspace_id,
-                "workspace_slug": session.workspace,
-                "parent_session_id": session.parent_session_id,
-                "metadata": session.metadata,
-                "status": session.status,
-                "summary": session.summary,
-                "started_at": session.started_at,
-                "ended_at": session.ended_at,
-            },
-        )
+        self._put(s.agent_sessions, _SESSION.values(session))
 
     def session(self, tenant_id: int, session_id: int) -> AgentSession | None:
         row = self._first(s.agent_sessions, tenant_id=tenant_id, id=session_id)
-        return None if row is None else _session(row)
+        return None if row is None else _SESSION.record(row)
 
     def latest_session(self, tenant_id: int, workspace_id: int | None) -> AgentSession | None:
         if workspace_id is None:
@@ -556,21 +485,10 @@ class SqlStore:
             row = self._first(
                 s.agent_sessions, ("-id",), tenant_id=tenant_id, workspace_id=workspace_id
             )
-        return None if row is None else _session(row)
+        return None if row is None else _SESSION.record(row)
 
     def put_checkpoint(self, checkpoint: Checkpoint) -> None:
-        self._insert(
-            s.agent_checkpoints,
-            {
-                "id": checkpoint.id,
-                "tenant_id": checkpoint.tenant_id,
-                "session_id": checkpoint.session_id,
-                "seq": checkpoint.seq,
-                "state": checkpoint.state,
-                "summary": checkpoint.summary,
-                "created_at": checkpoint.created_at,
-            },
-        )
+        self._insert(s.agent_checkpoints, _CHECKPOINT.values(checkpoint))
 
     def last_checkpoint_seq(self, session_id: int) -> int:
         return self._int(
@@ -579,68 +497,30 @@ class SqlStore:
 
     def last_checkpoint(self, session_id: int) -> Checkpoint | None:
         row = self._first(s.agent_checkpoints, ("-seq", "-id"), session_id=session_id)
-        return None if row is None else _checkpoint(row)
+        return None if row is None else _CHECKPOINT.record(row)
 
     def put_task(self, task: AgentTask) -> None:
-        self._put(
-            s.agent_tasks,
-            {
-                "id": task.id,
-                "tenant_id": task.tenant_id,
-                "session_id": task.session_id,
-                "key": task.key,
-                "title": task.title,
-                "status": task.status,
-                "parent_id": task.parent_id,
-                "evidence": task.evidence,
-                "created_at": task.created_at,
-                "updated_at": task.updated_at,
-            },
-        )
+        self._put(s.agent_tasks, _TASK.values(task))
 
     def task(self, tenant_id: int, task_id: int) -> AgentTask | None:
         row = self._first(s.agent_tasks, tenant_id=tenant_id, id=task_id)
-        return None if row is None else _task(row)
+        return None if row is None else _TASK.record(row)
 
     def task_by_key(self, session_id: int, key: str) -> AgentTask | None:
         row = self._first(s.agent_tasks, session_id=session_id, key=key)
-        return None if row is None else _task(row)
+        return None if row is None else _TASK.record(row)
 
     def tasks(self, session_id: int) -> list[AgentTask]:
-        return [_task(row) for row in self._rows(s.agent_tasks, session_id=session_id)]
+        return [_TASK.record(row) for row in self._rows(s.agent_tasks, session_id=session_id)]
 
     def put_lesson(self, lesson: Lesson) -> None:
-        self._put(
-            s.agent_lessons,
-            {
-                "id": lesson.id,
-                "tenant_id": lesson.tenant_id,
-                "workspace_id": lesson.workspace_id,
-                "workspace_slug": lesson.workspace,
-                "session_id": lesson.session_id,
-                "text": lesson.text,
-                "tags": list(lesson.tags),
-                "embedding": None if lesson.embedding is None else list(lesson.embedding),
-                "created_at": lesson.created_at,
-            },
-        )
+        self._put(s.agent_lessons, _LESSON.values(lesson))
 
     def lessons(self, tenant_id: int) -> list[Lesson]:
-        return [_lesson(row) for row in self._rows(s.agent_lessons, tenant_id=tenant_id)]
+        return [_LESSON.record(row) for row in self._rows(s.agent_lessons, tenant_id=tenant_id)]
 
     def put_handoff(self, handoff: Handoff) -> None:
-        self._insert(
-            s.agent_handoffs,
-            {
-                "id": handoff.id,
-                "tenant_id": handoff.tenant_id,
-                "workspace_id": handoff.workspace_id,
-                "workspace_slug": handoff.workspace,
-                "session_id": handoff.session_id,
-                "content": handoff.content,
-                "created_at": handoff.created_at,
-            },
-        )
+        self._insert(s.agent_handoffs, _HANDOFF.values(handoff))
 
     def latest_handoff(self, tenant_id: int, workspace_id: int | None) -> Handoff | None:
         if workspace_id is None:
@@ -649,7 +529,7 @@ class SqlStore:
             row = self._first(
                 s.agent_handoffs, ("-id",), tenant_id=tenant_id, workspace_id=workspace_id
             )
-        return None if row is None else _handoff(row)
+        return None if row is None else _HANDOFF.record(row)
 
     def __repr__(self) -> str:
         return f"SqlStore({self.url.render_as_string(hide_password=True)!r})"
@@ -784,141 +664,15 @@ def _sqlite_immediate(engine: Engine, *, in_memory: bool) -> None:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-# ----- rows to records -----
+# ----- rows to records and back, derived from the records' fields -----
 
-
-def _tenant(row: sa.Row[Any]) -> Tenant:
-    m = row._mapping
-    return Tenant(m["id"], m["name"], m["plan"], m["created_at"])
-
-
-def _key(row: sa.Row[Any]) -> ApiKey:
-    m = row._mapping
-    return ApiKey(
-        id=m["id"],
-        tenant_id=m["tenant_id"],
-        key_hash=m["key_hash"],
-        prefix=m["prefix"],
-        scopes=tuple(m["scopes"]),
-        created_at=m["created_at"],
-        revoked=bool(m["revoked"]),
-    )
-
-
-def _workspace(row: sa.Row[Any]) -> Workspace:
-    m = row._mapping
-    return Workspace(
-        id=m["id"],
-        tenant_id=m["tenant_id"],
-        slug=m["slug"],
-        name=m["name"],
-        created_at=m["created_at"],
-        archived=bool(m["archived"]),
-    )
-
-
-def _context(row: sa.Row[Any]) -> Context:
-    m = row._mapping
-    return Context(
-        id=m["id"],
-        tenant_id=m["tenant_id"],
-        workspace_id=m["workspace_id"],
-        workspace=m["workspace_slug"],
-        type=m["type"],
-        title=m["title"],
-        content=m["content"],
-        tags=tuple(m["tags"]),
-        external_id=m["external_id"],
-        metadata=m["metadata"],
-        created_at=m["created_at"],
-        updated_at=m["updated_at"],
-    )
-
-
-def _audit(row: sa.Row[Any]) -> AuditRow:
-    m = row._mapping
-    return AuditRow(
-        id=m["id"],
-        tenant_id=m["tenant_id"],
-        actor_key_prefix=m["actor_key_prefix"],
-        action=m["action"],
-        entity=m["entity"],
-        entity_id=m["entity_id"],
-        at=m["at"],
-        prev_hash=m["prev_hash"],
-        hash=m["hash"],
-    )
-
-
-def _session(row: sa.Row[Any]) -> AgentSession:
-    m = row._mapping
-    return AgentSession(
-        id=m["id"],
-        tenant_id=m["tenant_id"],
-        workspace_id=m["workspace_id"],
-        workspace=m["workspace_slug"],
-        parent_session_id=m["parent_session_id"],
-        metadata=m["metadata"],
-        status=m["status"],
-        summary=m["summary"],
-        started_at=m["started_at"],
-        ended_at=m["ended_at"],
-    )
-
-
-def _checkpoint(row: sa.Row[Any]) -> Checkpoint:
-    m = row._mapping
-    return Checkpoint(
-        id=m["id"],
-        tenant_id=m["tenant_id"],
-        session_id=m["session_id"],
-        seq=m["seq"],
-        state=m["state"],
-        summary=m["summary"],
-        created_at=m["created_at"],
-    )
-
-
-def _task(row: sa.Row[Any]) -> AgentTask:
-    m = row._mapping
-    return AgentTask(
-        id=m["id"],
-        tenant_id=m["tenant_id"],
-        session_id=m["session_id"],
-        key=m["key"],
-        title=m["title"],
-        status=m["status"],
-        parent_id=m["parent_id"],
-        evidence=m["evidence"],
-        created_at=m["created_at"],
-        updated_at=m["updated_at"],
-    )
-
-
-def _lesson(row: sa.Row[Any]) -> Lesson:
-    m = row._mapping
-    embedding = m["embedding"]
-    return Lesson(
-        id=m["id"],
-        tenant_id=m["tenant_id"],
-        workspace_id=m["workspace_id"],
-        workspace=m["workspace_slug"],
-        session_id=m["session_id"],
-        text=m["text"],
-        tags=tuple(m["tags"]),
-        embedding=None if embedding is None else tuple(float(x) for x in embedding),
-        created_at=m["created_at"],
-    )
-
-
-def _handoff(row: sa.Row[Any]) -> Handoff:
-    m = row._mapping
-    return Handoff(
-        id=m["id"],
-        tenant_id=m["tenant_id"],
-        workspace_id=m["workspace_id"],
-        workspace=m["workspace_slug"],
-        session_id=m["session_id"],
-        content=m["content"],
-        created_at=m["created_at"],
-    )
+_TENANT = RowMap(Tenant)
+_KEY = RowMap(ApiKey)
+_WORKSPACE = RowMap(Workspace)
+_CONTEXT = RowMap(Context)
+_AUDIT = RowMap(AuditRow)
+_SESSION = RowMap(AgentSession)
+_CHECKPOINT = RowMap(Checkpoint)
+_TASK = RowMap(AgentTask)
+_LESSON = RowMap(Lesson)
+_HANDOFF = RowMap(Handoff)
