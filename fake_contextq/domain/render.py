@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
+from adapter import types as wt
 from adapter.wire import CONTEXT_WIRE_NAMES, WORKSPACE_WIRE_NAMES, timestamp
 from fake_contextq.domain import records as r
 
@@ -70,67 +74,50 @@ def workspaces_json(items: Sequence[r.Workspace]) -> dict[str, Any]:
     return {"items": [workspace_json(w) for w in items]}
 
 
+@functools.cache
+def _names(shape: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(shape))
+
+
+def _snake(record: Any, shape: type, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """An agent-layer record as JSON: the fields of the client's type of the same name
+    (the agent layer's wire names are its attribute names), timestamps as the contract
+    writes them."""
+    out: dict[str, Any] = {}
+    for name in _names(shape):
+        if name in skip:
+            continue
+        value = getattr(record, name)
+        if isinstance(value, datetime):
+            value = timestamp(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[name] = value
+    return out
+
+
 def session_json(s: r.AgentSession) -> dict[str, Any]:
-    return {
-        "id": s.id,
-        "workspace": s.workspace,
-        "parent_session_id": s.parent_session_id,
-        "status": s.status,
-        "summary": s.summary,
-        "metadata": s.metadata,
-        "started_at": timestamp(s.started_at),
-        "ended_at": None if s.ended_at is None else timestamp(s.ended_at),
-    }
+    return _snake(s, wt.AgentSession)
 
 
 def checkpoint_json(c: r.Checkpoint) -> dict[str, Any]:
-    return {
-        "id": c.id,
-        "session_id": c.session_id,
-        "seq": c.seq,
-        "state": c.state,
-        "summary": c.summary,
-        "created_at": timestamp(c.created_at),
-    }
+    return _snake(c, wt.Checkpoint)
 
 
 def task_json(t: r.AgentTask) -> dict[str, Any]:
-    return {
-        "id": t.id,
-        "session_id": t.session_id,
-        "key": t.key,
-        "title": t.title,
-        "status": t.status,
-        "parent_id": t.parent_id,
-        "evidence": t.evidence,
-        "created_at": timestamp(t.created_at),
-        "updated_at": timestamp(t.updated_at),
-    }
+    return _snake(t, wt.AgentTask)
 
 
 def lesson_json(lesson: r.Lesson, score: float | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": lesson.id,
-        "text": lesson.text,
-        "workspace": lesson.workspace,
-        "session_id": lesson.session_id,
-        "tags": list(lesson.tags),
-        "embedded": lesson.embedding is not None,
-        "created_at": timestamp(lesson.created_at),
-    }
+    out = _snake(lesson, wt.Lesson, skip=("embedded", "score"))
+    out["embedded"] = lesson.embedding is not None
     if score is not None:
         out["score"] = round(score, 6)
     return out
 
 
 def handoff_json(h: r.Handoff) -> dict[str, Any]:
-    return {
-        "id": h.id,
-        "workspace": h.workspace,
-        "session_id": h.session_id,
-        "content": h.content,
-        "created_at": timestamp(h.created_at),
-    }
+    return _snake(h, wt.Handoff)
 
 
 def resume_json(res: r.Resume) -> dict[str, Any]:
