@@ -9,11 +9,12 @@ from hypothesis import HealthCheck, settings
 
 pytest_plugins = ["contextq_fixtures", "pytester"]
 
+settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
-    "default", deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.register_profile(
-    "ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True,
+    "ci",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
     print_blob=True,
 )
 settings.load_profile("ci" if os.environ.get("CI") else "default")

@@ -1,7 +1,8 @@
 """Fixtures for the fake's own tests: a fresh fake, tenants, keys and clients.
 
-The modules of the fake's HTTP suite run three times, on the memory store, on SQLite and on
-Postgres: one contract, three stores. Elsewhere ``fake`` is the memory store.
+A module marked ``pytestmark = pytest.mark.all_stores`` runs three times, on the memory
+store, on SQLite and on Postgres: one contract, three stores. Elsewhere ``fake`` is the
+memory store. Helpers a test imports by name live in ``tests/helpers.py``.
 """
 
 from __future__ import annotations
@@ -12,29 +13,17 @@ from typing import Any
 import httpx2
 import pytest
 
+from adapter import wire
 from fake_contextq import FakeContextQ, Tenant
+from tests.helpers import context_body
 from tests.stores import STORE_KINDS, StorePool, fresh_store
 
-ALL_SCOPES = ("read", "write", "admin")
-
-#: The fake's HTTP suite: every test in these modules runs on each of ``STORE_KINDS``.
-HTTP_SUITE = frozenset(
-    {
-        "test_auth",
-        "test_contexts",
-        "test_quota",
-        "test_workspaces",
-        "test_search",
-        "test_isolation",
-        "test_audit",
-        "test_agent_layer",
-    }
-)
+ALL_STORES = "all_stores"
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    module = metafunc.module.__name__.rpartition(".")[2]
-    if module in HTTP_SUITE and "store_kind" in metafunc.fixturenames:
+    """Every test under ``all_stores`` that reaches a store runs once per ``STORE_KINDS``."""
+    if "store_kind" in metafunc.fixturenames and metafunc.definition.get_closest_marker(ALL_STORES):
         metafunc.parametrize("store_kind", STORE_KINDS, indirect=True)
 
 
@@ -72,13 +61,19 @@ def fake(make_fake: Callable[..., FakeContextQ]) -> FakeContextQ:
 
 
 @pytest.fixture
+def llm_fake(make_fake: Callable[..., FakeContextQ]) -> FakeContextQ:
+    """A fake whose handoff writer is the built-in LLM stand-in."""
+    return make_fake(llm=True)
+
+
+@pytest.fixture
 def tenant(fake: FakeContextQ) -> Tenant:
     return fake.create_tenant("acme")
 
 
 @pytest.fixture
 def key(fake: FakeContextQ, tenant: Tenant) -> str:
-    return fake.mint_key(tenant, ALL_SCOPES)
+    return fake.mint_key(tenant, wire.SCOPES)
 
 
 @pytest.fixture
@@ -88,16 +83,11 @@ def client(fake: FakeContextQ, key: str) -> Iterator[httpx2.Client]:
 
 
 @pytest.fixture
-def other(fake: FakeContextQ) -> tuple[Tenant, httpx2.Client]:
+def other(fake: FakeContextQ) -> Iterator[tuple[Tenant, httpx2.Client]]:
     """A second tenant with its own all-scopes client."""
     t = fake.create_tenant("globex")
-    return t, fake.client(fake.mint_key(t, ALL_SCOPES))
-
-
-def context_body(**overrides: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"type": "reference", "title": "A note", "content": "Some text."}
-    body.update(overrides)
-    return body
+    with fake.client(fake.mint_key(t, wire.SCOPES)) as c:
+        yield t, c
 
 
 @pytest.fixture

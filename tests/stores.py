@@ -1,4 +1,4 @@
-"""The three stores the fake's HTTP suite runs on, and white-box access that works on each.
+"""The three stores an ``all_stores`` module runs on, and white-box access that works on each.
 
 ``memory`` is ``FakeContextQ()``'s own store; ``sqlite`` is a file per xdist worker;
 ``postgres`` is a schema per worker on ``CONTEXTQ_TEST_DATABASE_URL`` (the machine's local

@@ -9,8 +9,10 @@ import pytest
 
 from adapter import wire
 from fake_contextq import AuditChainError, FakeContextQ, Tenant
-from tests.conftest import context_body
+from tests.helpers import context_body
 from tests.stores import delete_audit, tamper_audit
+
+pytestmark = pytest.mark.all_stores
 
 
 def test_writes_append_chained_rows_and_reads_do_not(

@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 
 from fake_contextq import FakeContextQ, Tenant, _msgs
-from tests.conftest import context_body
+from tests.helpers import context_body
+
+pytestmark = pytest.mark.all_stores
 
 # (method, path, json body, scope the contract requires)
 ROUTES: list[tuple[str, str, Any, str]] = [

@@ -26,7 +26,7 @@ import docker
 import docker.errors
 import pytest
 import requests
-from docker.models.containers import Container
+from docker.models.containers import Container, ExecResult
 
 from tests.docker_engine import API_VERSION, DockerEngineStandIn, StandInContainer
 
@@ -36,6 +36,19 @@ PG = StandInContainer(
 )
 STOPPED = StandInContainer("stopped-postgres", {}, running=False)
 PSQL = ["psql", "-X", "-At", "-v", "ON_ERROR_STOP=1", "-U", "postgres", "-d", "test"]
+
+
+def demuxed(result: ExecResult) -> tuple[bytes | None, bytes | None]:
+    """``exec_run(demux=True)``'s output: a (stdout, stderr) pair, which the stubs call bytes."""
+    output: object = result.output
+    assert isinstance(output, tuple) and len(output) == 2, output
+    return output[0], output[1]
+
+
+def joined(result: ExecResult) -> bytes:
+    """``exec_run``'s output without demux: one byte string."""
+    assert isinstance(result.output, bytes), result.output
+    return result.output
 
 
 def python(source: str) -> list[str]:
@@ -146,7 +159,7 @@ def test_psql_runs_locally_and_the_sdk_sees_a_normal_exec(
     )
 
     assert result.exit_code == 0
-    assert result.output == (b"2\n", None)
+    assert demuxed(result) == (b"2\n", None)
     methods_and_paths = standin.requests
     assert methods_and_paths[:2] == [("GET", "/version"), ("GET", f"/containers/{PG.name}/json")]
     assert ("POST", f"/containers/{PG.id}/exec") in methods_and_paths
@@ -160,8 +173,9 @@ def test_failing_sql_exits_non_zero_with_the_error_on_stderr(
     result = container.exec_run([*PSQL, "-c", "select * from no_such_table"], demux=True)
 
     assert result.exit_code == 1  # psql: the statement failed under ON_ERROR_STOP
-    stdout, stderr = result.output
+    stdout, stderr = demuxed(result)
     assert stdout is None
+    assert stderr is not None
     assert b"ERROR:" in stderr
     assert b"no_such_table" in stderr
 
@@ -171,7 +185,7 @@ def test_large_output_arrives_whole(container: Container) -> None:
     result = container.exec_run([*PSQL, "-c", "select repeat('x', 200000)"], demux=True)
 
     assert result.exit_code == 0
-    assert result.output == (b"x" * 200000 + b"\n", None)
+    assert demuxed(result) == (b"x" * 200000 + b"\n", None)
 
 
 # -- streams, environment, working directory -------------------------------------------------
@@ -182,7 +196,7 @@ def test_demux_separates_stdout_and_stderr(container: Container) -> None:
 
     result = container.exec_run(python(source), demux=True)
 
-    assert result == (0, (b"to stdout\n", b"to stderr\n"))
+    assert (result.exit_code, demuxed(result)) == (0, (b"to stdout\n", b"to stderr\n"))
 
 
 def test_without_demux_the_streams_arrive_interleaved_in_order(
@@ -197,7 +211,7 @@ def test_without_demux_the_streams_arrive_interleaved_in_order(
 
     result = container.exec_run(python(source))
 
-    assert result == (0, b"line 0\nline 1\nline 2\n")
+    assert (result.exit_code, joined(result)) == (0, b"line 0\nline 1\nline 2\n")
 
 
 def test_large_mixed_output_keeps_every_byte_of_each_stream(
@@ -213,13 +227,13 @@ def test_large_mixed_output_keeps_every_byte_of_each_stream(
     result = container.exec_run(python(source), demux=True)
 
     assert result.exit_code == 0
-    assert result.output == (b"o" * 1_000_000, b"e" * 600_000)
+    assert demuxed(result) == (b"o" * 1_000_000, b"e" * 600_000)
 
 
 def test_tty_exec_gets_one_raw_stream(container: Container) -> None:
     result = container.exec_run(["sh", "-c", "echo out; echo err >&2"], tty=True)
 
-    assert result == (0, b"out\nerr\n")
+    assert (result.exit_code, joined(result)) == (0, b"out\nerr\n")
 
 
 def test_container_env_then_exec_env_reach_the_process(
@@ -238,7 +252,7 @@ def test_container_env_then_exec_env_reach_the_process(
     )
 
     assert result.exit_code == 0
-    assert json.loads(result.output) == {
+    assert json.loads(joined(result)) == {
         "X": "from-exec",
         "PGHOST": "overridden",
         "FROM_CONTAINER": "container-value",
@@ -293,7 +307,8 @@ def test_detached_exec_runs_in_the_background(docker_client: docker.DockerClient
     api = docker_client.api
     exec_id = api.exec_create(PG.name, python("import sys; sys.exit(5)"))["Id"]
 
-    assert api.exec_start(exec_id, detach=True) == ""
+    started: object = api.exec_start(exec_id, detach=True)  # the stubs say bytes; it is text
+    assert started == ""
     deadline = time.monotonic() + 10
     while (state := api.exec_inspect(exec_id))["Running"] and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -338,7 +353,7 @@ def test_unknown_executable_fails_like_docker_every_time(
     for _ in range(20):
         result = container.exec_run(["no-such-executable"], demux=True)
         assert result.exit_code == 127
-        assert result.output == (
+        assert demuxed(result) == (
             b"OCI runtime exec failed: exec failed: unable to start container process: "
             b'exec: "no-such-executable": executable file not found in $PATH: unknown\r\n',
             None,

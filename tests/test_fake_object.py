@@ -10,7 +10,7 @@ import httpx2
 import pytest
 
 from fake_contextq import FakeContextQ, Tenant
-from tests.conftest import context_body
+from tests.helpers import context_body
 
 # ----- journal -----
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import httpx2
+import pytest
 
 from fake_contextq import FakeContextQ, Tenant
-from tests.conftest import context_body
+from tests.helpers import context_body
+
+pytestmark = pytest.mark.all_stores
 
 
 def test_another_tenants_context_is_invisible_everywhere(

@@ -29,14 +29,14 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from adapter import wire
 from fake_contextq import FakeContextQ
 
 MAX_EXAMPLES = 30
-ALL_SCOPES = ("read", "write", "admin")
 
 FAKE = FakeContextQ(llm=True)  # with a handoff writer, so 503 is a real server error
 TENANT = FAKE.create_tenant("fuzz", plan="unlimited")
-KEY = FAKE.mint_key(TENANT, ALL_SCOPES)
+KEY = FAKE.mint_key(TENANT, wire.SCOPES)
 AUTH = {"Authorization": f"Bearer {KEY}"}
 
 WORKSPACES = ("fuzz-ws", "empty-ws")
@@ -157,7 +157,7 @@ def test_seeded_state_is_reachable() -> None:
         HealthCheck.data_too_large,
     ],
 )
-def test_api_conforms_to_its_openapi_document(case: schemathesis.Case) -> None:
+def test_api_conforms_to_its_openapi_document(case: schemathesis.Case[Any]) -> None:
     case.call_and_validate(headers=AUTH, checks=CHECKS)
 
 

@@ -30,10 +30,9 @@ from hypothesis.stateful import (
     rule,
 )
 
-from adapter.wire import AuditAction
+from adapter.wire import SCOPES, AuditAction
 from fake_contextq import FakeContextQ
 
-ALL_SCOPES = ("read", "write", "admin")
 N_TENANTS = 3
 WRITE_METHODS = frozenset({"POST", "PUT", "DELETE"})
 READ_ONLY_POSTS = frozenset({"/api/search"})  # a POST that is a read: no audit row
@@ -129,7 +128,7 @@ class TenancyMachine(RuleBasedStateMachine):
         self.clients: list[httpx2.Client] = []
         for i in range(N_TENANTS):
             tenant = self.fake.create_tenant(f"tenant-{i}", plan="unlimited")
-            key = self.fake.mint_key(tenant, ALL_SCOPES)
+            key = self.fake.mint_key(tenant, SCOPES)
             self.tenant_ids.append(tenant.id)
             self.keys.append(key)
             self.clients.append(self.fake.client(key))
@@ -178,7 +177,7 @@ class TenancyMachine(RuleBasedStateMachine):
     def pick_slug(self, data: st.DataObject, actor: int) -> str:
         """One of the actor's workspaces half of the time, any slug of the pool otherwise."""
         own = sorted(self.workspaces[actor])
-        if own and data.draw(st.booleans(), label="own slug"):
+        if bool(own) and data.draw(st.booleans(), label="own slug"):
             return data.draw(st.sampled_from(own), label="slug")
         return data.draw(st.sampled_from(SLUGS), label="slug")
 
@@ -249,7 +248,7 @@ class TenancyMachine(RuleBasedStateMachine):
     @rule(actor=tenants, data=st.data())
     def get_by_external(self, actor: int, data: st.DataObject) -> None:
         own = sorted(r.external_id for r in self.owned(actor) if r.external_id is not None)
-        pool = own if own and data.draw(st.booleans(), label="own id") else EXTERNAL_IDS
+        pool = own if bool(own) and data.draw(st.booleans(), label="own id") else EXTERNAL_IDS
         external_id = data.draw(st.sampled_from(pool), label="externalId")
         response = self.call(actor, "GET", by_external_path(external_id))
         row = self.holder_of(actor, external_id)
@@ -262,7 +261,7 @@ class TenancyMachine(RuleBasedStateMachine):
     @rule(context_id=contexts, data=st.data())
     def update_context(self, context_id: int, data: st.DataObject) -> None:
         actor = self.pick_actor(data, context_id)
-        changes = data.draw(
+        changes: dict[str, Any] = data.draw(
             st.fixed_dictionaries(
                 {},
                 optional={
@@ -327,7 +326,7 @@ class TenancyMachine(RuleBasedStateMachine):
         )
         items: list[dict[str, Any]] = []
         for ext in ext_ids:
-            item = data.draw(
+            item: dict[str, Any] = data.draw(
                 st.fixed_dictionaries(
                     {"type": st.sampled_from(TYPES), "title": texts, "content": texts},
                     optional={"tags": tag_lists, "workspace": workspace_choices},
@@ -536,7 +535,7 @@ external_id_texts = st.text(
 def test_external_id_round_trips(external_id: str) -> None:
     with FakeContextQ() as fake:
         tenant = fake.create_tenant("roundtrip")
-        with fake.client(fake.mint_key(tenant, ALL_SCOPES)) as client:
+        with fake.client(fake.mint_key(tenant, SCOPES)) as client:
             created = client.post(
                 "/api/contexts",
                 json={"type": "reference", "title": "t", "content": "c", "externalId": external_id},

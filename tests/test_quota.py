@@ -6,13 +6,9 @@ import httpx2
 import pytest
 
 from fake_contextq import FakeContextQ, Tenant, ValidationFailed
-from tests.conftest import context_body
+from tests.helpers import context_body, fill
 
-
-def fill(client: httpx2.Client, count: int, prefix: str = "e") -> None:
-    items = [context_body(externalId=f"{prefix}{i}") for i in range(count)]
-    response = client.post("/api/contexts/bulk-upsert", json={"contexts": items})
-    assert response.status_code == 200, response.text
+pytestmark = pytest.mark.all_stores
 
 
 def test_the_101st_create_on_the_free_plan_is_a_402(

@@ -24,8 +24,10 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
+from anthropic.types import Message, TextBlock, ToolUseBlock
+from anthropic.types.beta import BetaMessage, BetaMessageParam, BetaTextBlock
 
-from adapter import AsyncContextQMemoryTool, ContextQMemoryTool
+from adapter import AsyncContextQMemoryTool, ContextQMemoryTool, wire
 from fake_anthropic import (
     Conversation,
     ScriptedModel,
@@ -55,6 +57,13 @@ EDITED = (
     "The memory file has been edited. Here is the snippet showing the change (with line "
     "numbers):\n     1\tPrefers TypeScript and Rust.\n     2\t"
 )
+
+
+def first_text(message: Message | BetaMessage) -> str:
+    """The text of a reply whose first block must be a text block."""
+    block = message.content[0]
+    assert isinstance(block, TextBlock | BetaTextBlock), block
+    return block.text
 
 
 def estimate(value: object) -> int:
@@ -87,7 +96,7 @@ def backend() -> Backend:
     fake = FakeContextQ()
     tenant = fake.create_tenant()
     fake.create_workspace(tenant, "acme")
-    return Backend(fake, tenant, fake.mint_key(tenant, ("read", "write", "admin")))
+    return Backend(fake, tenant, fake.mint_key(tenant, wire.SCOPES))
 
 
 def memory_script(model: ScriptedModel) -> None:
@@ -148,7 +157,7 @@ def test_create_async() -> None:
         second = await model.async_client.beta.messages.create(
             model=MODEL, max_tokens=64, messages=PROMPT
         )
-        return [first.content[0].text, second.content[0].text]
+        return [first_text(first), first_text(second)]
 
     assert asyncio.run(main()) == ["One.", "Two."]
     assert [r.turn for r in model.requests] == [1, 2]
@@ -159,12 +168,14 @@ def test_generated_tool_use_ids_are_unique_even_for_one_block_played_twice() -> 
     model = ScriptedModel()
     call = tool_use("lookup", {"word": "x"})
     model.script(call, call)
-    ids = [
-        model.client.messages.create(model=MODEL, max_tokens=64, messages=PROMPT, tools=TOOLS)
-        .content[0]
-        .id
+    blocks = [
+        model.client.messages.create(
+            model=MODEL, max_tokens=64, messages=PROMPT, tools=TOOLS
+        ).content[0]
         for _ in range(2)
     ]
+    ids = [block.id for block in blocks if isinstance(block, ToolUseBlock)]
+    assert len(ids) == 2
     assert ids[0] != ids[1]
     model.verify()
 
@@ -420,7 +431,7 @@ def test_a_script_function_reacts_to_tool_results(backend: Backend) -> None:
         model=MODEL, max_tokens=1024, tools=[backend.tool()], messages=PROMPT
     ).until_done()
 
-    assert final.content[0].text == "Saved; it reads: Prefers TypeScript."
+    assert first_text(final) == "Saved; it reads: Prefers TypeScript."
     assert shown[0].last_tool_results == [
         ToolResult(model.tool_results[0].tool_use_id, CREATED, False, "memory")
     ]
@@ -530,7 +541,10 @@ def test_script_mistakes_are_problems() -> None:
     def broken(conversation: Conversation) -> Any:
         raise RuntimeError("no idea")
 
-    model.script(broken, lambda _c: "not a turn", tool_use("undeclared", {}))
+    def not_a_turn(conversation: Conversation) -> Any:
+        return "not a turn"
+
+    model.script(broken, not_a_turn, tool_use("undeclared", {}))
     for expected in ["RuntimeError: no idea", "returned 'not a turn'", "'undeclared'"]:
         with pytest.raises(anthropic.InternalServerError, match=expected):
             model.client.messages.create(model=MODEL, max_tokens=64, messages=PROMPT)
@@ -538,7 +552,7 @@ def test_script_mistakes_are_problems() -> None:
         model.verify()
     assert str(caught.value).count("\n- request") == 3
     with pytest.raises(TypeError):
-        model.script(42)
+        model.script(42)  # type: ignore[arg-type]
 
 
 # --- threads -----------------------------------------------------------------------
@@ -572,7 +586,7 @@ def test_a_thread_continues_once_and_keeps_its_history() -> None:
     first = client.create(
         model=MODEL, max_tokens=64, messages=PROMPT, thread={"type": "create"}, betas=[THREADS]
     )
-    more = [{"role": "user", "content": "And?"}]
+    more: list[BetaMessageParam] = [{"role": "user", "content": "And?"}]
     cont: Any = {"type": "continue", "previous_message_id": first.id}
     client.create(model=MODEL, max_tokens=64, messages=more, thread=cont, betas=[THREADS])
     assert model.requests[1].messages == [
@@ -609,11 +623,12 @@ def test_a_history_the_api_refuses_is_refused() -> None:
 # --- context editing ----------------------------------------------------------------
 
 
-def clearing(**edit: Any) -> dict[str, Any]:
+def clearing(**edit: Any) -> Any:
+    """A ``context_management`` body; untyped, as the fake is also sent invalid ones."""
     return {"edits": [{"type": "clear_tool_uses_20250919", **edit}]}
 
 
-def run_with_clearing(backend: Backend, edit: dict[str, Any]) -> tuple[ScriptedModel, list[Any]]:
+def run_with_clearing(backend: Backend, edit: Any) -> tuple[ScriptedModel, list[Any]]:
     """create, then view, then the model looks at what it sees: with a trigger of one tool
     use and keep 1, the first (memory) result is the one to clear."""
     model = ScriptedModel()
@@ -706,7 +721,7 @@ def test_context_management_with_threads_falls_back_to_unthreaded(backend: Backe
     model.verify()
 
 
-def edit_request(model: ScriptedModel, edit: dict[str, Any]) -> Any:
+def edit_request(model: ScriptedModel, edit: Any) -> Any:
     """A raw request over a history of three tool uses: lookup, memory, lookup."""
     history: list[Any] = [{"role": "user", "content": "Go."}]
     for n, name in enumerate(["lookup", "memory", "lookup"]):
@@ -808,7 +823,7 @@ def transcript_of_one_run() -> str:
     fake = FakeContextQ()
     tenant = fake.create_tenant()
     fake.create_workspace(tenant, "acme")
-    backend = Backend(fake, tenant, fake.mint_key(tenant, ("read", "write", "admin")))
+    backend = Backend(fake, tenant, fake.mint_key(tenant, wire.SCOPES))
     model = ScriptedModel()
     memory_script(model)
     model.client.beta.messages.tool_runner(
@@ -843,7 +858,7 @@ def test_from_json_list_and_file(tmp_path: Path) -> None:
         )
         second = model.client.messages.create(model=MODEL, max_tokens=64, messages=PROMPT)
         assert (first.stop_reason, first.content[0].type) == ("tool_use", "tool_use")
-        assert (second.stop_reason, second.content[0].text) == ("max_tokens", "cut")
+        assert (second.stop_reason, first_text(second)) == ("max_tokens", "cut")
         model.verify()
     with pytest.raises(ValueError, match="turn 0, block 0"):
         ScriptedModel.from_json([[{"type": "image"}]])
@@ -855,7 +870,7 @@ def test_served_over_http() -> None:
     with model.serve() as served:
         client = anthropic.Anthropic(base_url=served.url, api_key="x")
         reply = client.messages.create(model=MODEL, max_tokens=64, messages=PROMPT)
-        assert reply.content[0].text == "Over HTTP."
+        assert first_text(reply) == "Over HTTP."
         with client.messages.stream(model=MODEL, max_tokens=64, messages=PROMPT) as stream:
             assert "".join(stream.text_stream) == "Streamed over HTTP."
         unknown = httpx2.post(f"{served.url}/v1/other", json={})
@@ -896,7 +911,7 @@ def test_script_accepts_blocks_turns_and_functions() -> None:
     replies = [
         model.client.messages.create(model=MODEL, max_tokens=64, messages=PROMPT) for _ in range(3)
     ]
-    assert [(r.content[0].text, r.stop_reason) for r in replies] == [
+    assert [(first_text(r), r.stop_reason) for r in replies] == [
         ("a", "end_turn"),
         ("b", "stop_sequence"),
         ("1", "end_turn"),

@@ -10,7 +10,9 @@ import pytest
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant
-from tests.conftest import context_body
+from tests.helpers import context_body
+
+pytestmark = pytest.mark.all_stores
 
 MakeContext = Callable[..., dict[str, Any]]
 

@@ -1,7 +1,7 @@
 """What only a database store has: persistence across restarts, schema versions, keys and
 rows written by plain SQL, search ranked exactly as in memory, and writers in two processes
 serialised on one database (SQLite file or Postgres). The HTTP suite itself runs on every
-store through ``tests/conftest.py``."""
+store through its ``all_stores`` marker."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from adapter import wire
 from fake_contextq import FakeContextQ, Tenant
 from fake_contextq.stores import schema as s
 from fake_contextq.stores.sql import SchemaVersionError, SqlStore, database_url
-from tests.conftest import ALL_SCOPES, context_body
+from tests.helpers import context_body, fill, ok
 from tests.stores import postgres_schema
 
 
@@ -42,16 +42,6 @@ def fake(db_url: str) -> Iterator[FakeContextQ]:
     store.close()
 
 
-def ok(response: httpx2.Response, status: int = 200) -> Any:
-    assert response.status_code == status, (response.status_code, response.text)
-    return response.json()
-
-
-def fill(client: httpx2.Client, count: int, prefix: str = "e") -> None:
-    items = [context_body(externalId=f"{prefix}{i}") for i in range(count)]
-    ok(client.post("/api/contexts/bulk-upsert", json={"contexts": items}))
-
-
 # ----- contexts ---------------------------------------------------------------------------
 
 
@@ -72,7 +62,7 @@ def test_search_ranks_exactly_as_the_memory_store(
     client: httpx2.Client, other: tuple[Tenant, httpx2.Client]
 ) -> None:
     with FakeContextQ() as memory:
-        mem_client = memory.client(memory.mint_key(memory.create_tenant(), ALL_SCOPES))
+        mem_client = memory.client(memory.mint_key(memory.create_tenant(), wire.SCOPES))
         for doc in DOCS:
             ok(client.post("/api/contexts", json=context_body(**doc)), 201)
             ok(mem_client.post("/api/contexts", json=context_body(**doc)), 201)
@@ -105,7 +95,7 @@ def test_rows_and_keys_survive_a_restart(db_url: str) -> None:
     first_store = SqlStore(db_url)
     with FakeContextQ(store=first_store) as first:
         tenant = first.create_tenant("acme", plan="free")
-        key = first.mint_key(tenant, ALL_SCOPES)
+        key = first.mint_key(tenant, wire.SCOPES)
         revoked = first.mint_key(tenant)
         first.revoke_key(revoked)
         with first.client(key) as c:
@@ -163,7 +153,7 @@ def test_a_database_not_made_by_sqlstore_is_refused(tmp_path: Path) -> None:
 
 def test_an_in_memory_database_works_across_threads() -> None:
     with FakeContextQ(store=SqlStore("sqlite://")) as fake:
-        key = fake.mint_key(fake.create_tenant(), ALL_SCOPES)
+        key = fake.mint_key(fake.create_tenant(), wire.SCOPES)
         with fake.serve() as served, httpx2.Client(base_url=served.url) as c:
             c.headers["Authorization"] = f"Bearer {key}"
             ok(c.post("/api/contexts", json=context_body()), 201)
@@ -261,7 +251,7 @@ def _insert_tenant_and_key_by_plain_sql(url: str, plaintext: str) -> int:
                 "tenant": tenant_id,
                 "hash": wire.hash_key(plaintext),
                 "prefix": wire.key_display_prefix(plaintext),
-                "scopes": json.dumps(["read", "write", "admin"]),
+                "scopes": json.dumps(list(wire.SCOPES)),
             },
         )
     engine.dispose()

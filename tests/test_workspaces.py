@@ -6,7 +6,9 @@ import httpx2
 import pytest
 
 from fake_contextq import FakeContextQ, Tenant
-from tests.conftest import context_body
+from tests.helpers import context_body
+
+pytestmark = pytest.mark.all_stores
 
 
 def test_create_list_archive_delete(

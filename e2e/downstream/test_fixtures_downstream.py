@@ -13,9 +13,21 @@ import sys
 
 import pytest
 
+from adapter import (
+    AsyncContextQClient,
+    AsyncContextQMemoryTool,
+    ContextQClient,
+    ContextQMemoryTool,
+)
+from contextq_fixtures import ContextQServer
+from fake_contextq import FakeContextQ, Tenant
+
 
 def test_the_memory_tool_writes_into_the_fake(
-    memory_tool, fake_contextq, contextq_tenant, contextq_workspace
+    memory_tool: ContextQMemoryTool,
+    fake_contextq: FakeContextQ,
+    contextq_tenant: Tenant,
+    contextq_workspace: str,
 ) -> None:
     result = memory_tool.call(
         {"command": "create", "path": "/memories/prefs.md", "file_text": "Prefers TypeScript.\n"}
@@ -26,17 +38,22 @@ def test_the_memory_tool_writes_into_the_fake(
     assert row.content == "Prefers TypeScript.\n"
 
 
-def test_the_async_memory_tool(async_memory_tool) -> None:
+def test_the_async_memory_tool(async_memory_tool: AsyncContextQMemoryTool) -> None:
     async def main() -> str:
         await async_memory_tool.call(
             {"command": "create", "path": "/memories/a.md", "file_text": "x"}
         )
-        return await async_memory_tool.call({"command": "view", "path": "/memories"})
+        listing: str = await async_memory_tool.call({"command": "view", "path": "/memories"})
+        return listing
 
     assert "/memories/a.md" in asyncio.run(main())
 
 
-def test_the_clients(contextq_client, async_contextq_client, contextq_workspace) -> None:
+def test_the_clients(
+    contextq_client: ContextQClient,
+    async_contextq_client: AsyncContextQClient,
+    contextq_workspace: str,
+) -> None:
     made = contextq_client.create_context("reference", "t", "c", workspace=contextq_workspace)
     got = asyncio.run(async_contextq_client.get_context(made.id))
     assert got.content == "c"
@@ -44,7 +61,7 @@ def test_the_clients(contextq_client, async_contextq_client, contextq_workspace)
 
 @pytest.mark.contextq(plan="unlimited", workspace="acme", llm=True)
 def test_the_marker_configures_the_fake(
-    contextq_tenant, contextq_workspace, contextq_client
+    contextq_tenant: Tenant, contextq_workspace: str, contextq_client: ContextQClient
 ) -> None:
     assert contextq_tenant.plan == "unlimited"
     assert contextq_workspace == "acme"
@@ -52,7 +69,7 @@ def test_the_marker_configures_the_fake(
     assert contextq_client.handoff(session_id=session.id).workspace == "acme"
 
 
-def test_the_server_is_reachable_from_a_subprocess(contextq_server) -> None:
+def test_the_server_is_reachable_from_a_subprocess(contextq_server: ContextQServer) -> None:
     code = (
         "import os, httpx2; r = httpx2.get(os.environ['CONTEXT_API_URL'] + '/api/workspaces',"
         " headers={'Authorization': 'Bearer ' + os.environ['CONTEXT_API_KEY']});"
