@@ -1,9 +1,9 @@
 """The memory tool's command logic, written once, free of I/O.
 
-Each command is a generator that yields ``Op``s (calls on a ContextQ client) and gets
-their results back, or their ``ContextQError`` thrown in; it returns the tool's result
-string or raises ``ToolError``. The sync and async tools only drive these generators,
-calling the sync or the async client (the sans-I/O split h11 uses).
+Each command is a generator that yields ``_api.Call``s (the request plans both ContextQ
+clients execute) and gets their results back, or their ``ContextQError`` thrown in; it
+returns the tool's result string or raises ``ToolError``. The sync and async tools only
+drive these generators with the sync or the async client (the sans-I/O split h11 uses).
 """
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ import contextlib
 import functools
 import hashlib
 from collections.abc import Generator, Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeAlias, TypeVar
 
 from anthropic.lib.tools import ToolError
 
-from adapter import errors, paths
+from adapter import _api, errors, paths
+from adapter._api import Call
 from adapter.paths import ROOT, Location
-from adapter.types import Context, SearchResult, Workspace
+from adapter.types import Context
 from adapter.wire import (
     CONTEXT_TYPES,
     LIST_MAX_LIMIT,
@@ -39,16 +40,17 @@ DIGEST_CHARS = 20
 DIR_TAG_EXTRA = len(":dir:") + DIGEST_CHARS  # a directory tag: the tag, ':dir:', a digest
 
 
-@dataclass(frozen=True, slots=True)
-class Op:
-    """A call on a ContextQ client: method name and arguments."""
+T = TypeVar("T")
 
-    name: str
-    args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
+# A command, or a step of one: yields request plans, is sent their results, returns a T.
+Plan: TypeAlias = Generator[Call[Any], Any, T]
 
 
-Plan = Generator[Op, Any, Any]
+def _do(call: Call[T]) -> Plan[T]:
+    """One request, typed: ``x = yield from _do(_api.get_context(7))`` makes ``x`` a
+    ``Context``, where a bare ``yield`` would give ``Any``."""
+    result: T = yield call
+    return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,18 +263,18 @@ class MemoryCore:
 
     # ----- reads shared by the commands -----
 
-    def _workspaces(self) -> Plan:
-        found: list[Workspace] = yield Op("list_workspaces")
+    def _workspaces(self) -> Plan[list[str]]:
+        found = yield from _do(_api.list_workspaces())
         self.known_workspaces = {w.slug for w in found}
         return sorted(self.known_workspaces)
 
-    def _workspace_exists(self, slug: str) -> Plan:
+    def _workspace_exists(self, slug: str) -> Plan[bool]:
         if slug in self.known_workspaces:
             return True
         names = yield from self._workspaces()
         return slug in names
 
-    def _no_such_workspace(self, loc: Location, *, reading: bool) -> Plan:
+    def _no_such_workspace(self, loc: Location, *, reading: bool) -> Plan[NoReturn]:
         names = yield from self._workspaces()
         listed = ", ".join(names) if names else "none yet"
         ws = loc.workspace or ""
@@ -299,7 +301,7 @@ class MemoryCore:
             f"(existing: {listed}). Use an existing workspace, or create this one first."
         )
 
-    def _ensure_workspace(self, loc: Location) -> Plan:
+    def _ensure_workspace(self, loc: Location) -> Plan[None]:
         ws = loc.workspace
         assert ws is not None
         if (yield from self._workspace_exists(ws)):
@@ -307,11 +309,11 @@ class MemoryCore:
         if not self.auto_create_workspaces:
             yield from self._no_such_workspace(loc, reading=False)
         with contextlib.suppress(errors.WorkspaceTakenError):  # created meanwhile: fine
-            yield Op("create_workspace", (ws,))
+            yield from _do(_api.create_workspace(ws, None))
         self.known_workspaces.add(ws)
         return None
 
-    def _check_workspace_name(self, loc: Location, *, reading: bool) -> Plan:
+    def _check_workspace_name(self, loc: Location, *, reading: bool) -> Plan[None]:
         """Default mode: the first name must be a workspace slug."""
         ws = loc.workspace
         if (
@@ -335,79 +337,82 @@ class MemoryCore:
             self.dir_tag(workspace, "/".join(names[:i])) for i in range(1, len(names) + 1)
         ]
 
-    def _subtree(self, workspace: str, directory: str, *, foreign: bool = False) -> Plan:
+    def _subtree(self, workspace: str, directory: str, *, foreign: bool = False) -> Plan[list[Row]]:
         """The files under a directory of a workspace ('' for all of it), all pages.
 
         With ``foreign``, a directory that shows no files is looked for once more in the
         whole workspace listing, for rows other tools wrote without directory tags."""
         if not directory:
-            rows: list[Row] = yield from self._rows(workspace)
-            return rows
-        found: list[Row] = yield from self._rows(workspace, self.dir_tag(workspace, directory))
+            return (yield from self._rows(workspace))
+        found = yield from self._rows(workspace, self.dir_tag(workspace, directory))
         if not found and foreign:
             found = yield from self._rows(workspace)
         return self._under(found, directory)
 
-    def _is_dir(self, workspace: str, rest: str) -> Plan:
+    def _is_dir(self, workspace: str, rest: str) -> Plan[bool]:
         """Whether anything stands at ``rest``: a directory, or (through its own tag) a file."""
         if not rest:
             return True
-        _, total = yield Op(
-            "list_context_keys",
-            (),
-            {"workspace": workspace, "tag": self.dir_tag(workspace, rest), "limit": 1},
+        _, total = yield from _do(
+            _api.list_context_keys(
+                workspace=workspace, tag=self.dir_tag(workspace, rest), limit=1, offset=None
+            )
         )
         return bool(total)
 
-    def _rows(self, workspace: str | None, tag: str | None = None) -> Plan:
+    def _rows(self, workspace: str, tag: str | None = None) -> Plan[list[Row]]:
+        """Every file of this tool in one workspace, all pages."""
+        by_ws = yield from self._rows_by_workspace(workspace, tag)
+        return by_ws.get(workspace, [])
+
+    def _rows_by_workspace(
+        self, workspace: str | None, tag: str | None = None
+    ) -> Plan[dict[str, list[Row]]]:
         """Every file of this tool in one workspace (or, for None, in all), all pages."""
         out: dict[str, list[Row]] = {}
         offset = 0
+        decode = paths.decode_external_id  # not self._owner: one call a row, on every listing
         while True:
-            keys, total = yield Op(
-                "list_context_keys",
-                (),
-                {
-                    "workspace": workspace,
-                    "tag": tag or self.tag,
-                    "limit": LIST_MAX_LIMIT,
-                    "offset": offset,
-                },
+            keys, total = yield from _do(
+                _api.list_context_keys(
+                    workspace=workspace, tag=tag or self.tag, limit=LIST_MAX_LIMIT, offset=offset
+                )
             )
             for context_id, ext, metadata in keys:
-                ws, rest = self._owner(ext, workspace)
-                if ws is not None and rest:
-                    size = metadata.get(SIZE_KEY) if isinstance(metadata, dict) else None
-                    out.setdefault(ws, []).append(
-                        Row(rest, context_id, size if isinstance(size, int) else None)
-                    )
+                owner = decode(self.tag, ext)
+                if owner is None:
+                    continue
+                ws, rest = owner
+                if not rest or (workspace is not None and ws != workspace):
+                    continue
+                size = metadata.get(SIZE_KEY) if isinstance(metadata, dict) else None
+                out.setdefault(ws, []).append(
+                    Row(rest, context_id, size if isinstance(size, int) else None)
+                )
             offset += len(keys)
             if not keys or offset >= total:
                 break
         for ws_rows in out.values():
             missing = [r for r in ws_rows if r.size is None]
             for row in missing:  # rows written by someone else: size from the content
-                context: Context = yield Op("get_context", (row.id,))
+                context = yield from _do(_api.get_context(row.id))
                 ws_rows[ws_rows.index(row)] = Row(row.rest, row.id, byte_size(context.content))
-        return out if workspace is None else out.get(workspace, [])
+        return out
 
-    def _owner(self, external_id: str | None, workspace: str | None) -> tuple[str | None, str]:
-        ext = external_id or ""
-        prefix = f"{self.tag}:"
-        if not ext.startswith(prefix) or "/" not in ext:
-            return None, ""
-        ws, _, rest = ext[len(prefix) :].partition("/")
-        if workspace is not None and ws != workspace:
-            return None, ""
-        return ws, rest
+    def _owner(self, external_id: str | None, workspace: str | None) -> tuple[str, str] | None:
+        """The (workspace, path inside it) of one of this tool's rows, or None for a row of
+        another tool, or of another workspace than ``workspace`` (unless that is None)."""
+        owner = paths.decode_external_id(self.tag, external_id)
+        if owner is None or (workspace is not None and owner[0] != workspace):
+            return None
+        return owner
 
-    def _fetch(self, loc: Location) -> Plan:
+    def _fetch(self, loc: Location) -> Plan[Context | None]:
         """The context at a file path, or None."""
         try:
-            context: Context = yield Op("get_context_by_external_id", (self.external_id(loc),))
+            return (yield from _do(_api.get_context_by_external_id(self.external_id(loc))))
         except errors.NotFoundError:
             return None
-        return context
 
     @staticmethod
     def _under(rows: list[Row], rest: str) -> list[Row]:
@@ -426,7 +431,7 @@ class MemoryCore:
 
     # ----- view -----
 
-    def view(self, path: str, view_range: list[int] | None) -> Plan:
+    def view(self, path: str, view_range: list[int] | None) -> Plan[str]:
         loc = self.locate(path)
         if loc.is_store_root:
             return (yield from self._view_store_root(path))
@@ -436,7 +441,7 @@ class MemoryCore:
             if context is not None:
                 return self._format_file(path, context.content, view_range)
         assert loc.workspace is not None
-        rows: list[Row] = yield from self._subtree(loc.workspace, loc.rest, foreign=True)
+        rows = yield from self._subtree(loc.workspace, loc.rest, foreign=True)
         if loc.is_workspace_root:
             if not rows and not (yield from self._workspace_exists(loc.workspace)):
                 if self.pinned is not None and self.auto_create_workspaces:
@@ -448,9 +453,9 @@ class MemoryCore:
             raise ToolError(f"The path {path} does not exist. Please provide a valid path.")
         return self._format_dir(path, under, cut=len(loc.rest) + 1)
 
-    def _view_store_root(self, path: str) -> Plan:
+    def _view_store_root(self, path: str) -> Plan[str]:
         names = yield from self._workspaces()
-        by_ws: dict[str, list[Row]] = yield from self._rows(None)
+        by_ws = yield from self._rows_by_workspace(None)
         entries: list[tuple[str, int]] = []
         for ws in names:
             entries += [(f"{ws}/{r.rest}", r.size or 0) for r in by_ws.get(ws, [])]
@@ -514,7 +519,7 @@ class MemoryCore:
 
     # ----- create -----
 
-    def create(self, path: str, file_text: str) -> Plan:
+    def create(self, path: str, file_text: str) -> Plan[str]:
         loc = self.locate(path)
         exists = ToolError(f"File {path} already exists")  # the SDK's words for a directory too
         if loc.is_store_root or (loc.is_workspace_root and self.pinned is not None):
@@ -540,7 +545,7 @@ class MemoryCore:
             raise exists from None
         return f"File created successfully at: {path}"
 
-    def _blocked(self, loc: Location) -> Plan:
+    def _blocked(self, loc: Location) -> Plan[tuple[bool, str | None]]:
         """(whether a file or a directory stands at ``loc``, the file above it or None).
 
         Reads the parent directory's listing, whose tag a file at the parent's own path
@@ -552,17 +557,17 @@ class MemoryCore:
         parent = loc.rest.rpartition("/")[0]
         if not parent:
             return (yield from self._is_dir(ws, loc.rest)), None
-        found: list[Row] = yield from self._rows(ws, self.dir_tag(ws, parent))
+        found = yield from self._rows(ws, self.dir_tag(ws, parent))
         if any(r.rest == parent for r in found):
             return False, parent
         taken = any(r.rest == loc.rest for r in found) or bool(self._under(found, loc.rest))
         above = parent
         while not found and "/" in above:
             above = above.rpartition("/")[0]
-            keys, _ = yield Op(
-                "list_context_keys",
-                (),
-                {"workspace": ws, "tag": self.dir_tag(ws, above), "limit": 1},
+            keys, _ = yield from _do(
+                _api.list_context_keys(
+                    workspace=ws, tag=self.dir_tag(ws, above), limit=1, offset=None
+                )
             )
             found = [Row(r, 0, 0) for r in self._rests(keys, ws)]
             if any(r.rest == above for r in found):
@@ -570,25 +575,27 @@ class MemoryCore:
         return taken, None
 
     def _rests(self, keys: list[tuple[int, str | None, Any]], workspace: str) -> list[str]:
-        return [rest for _, rest in (self._owner(ext, workspace) for _, ext, _ in keys) if rest]
+        owners = (self._owner(ext, workspace) for _, ext, _ in keys)
+        return [owner[1] for owner in owners if owner is not None and owner[1]]
 
-    def _create_row(self, loc: Location, text: str) -> Plan:
-        created: Context = yield Op(
-            "create_context",
-            (self.context_type, loc.rest, text),
-            {
-                "external_id": self.external_id(loc),
-                "tags": self._tags(loc.workspace or "", loc.rest),
-                "workspace": loc.workspace,
-                "metadata": {SIZE_KEY: byte_size(text)},
-            },
+    def _create_row(self, loc: Location, text: str) -> Plan[Context]:
+        created = yield from _do(
+            _api.create_context(
+                self.context_type,
+                loc.rest,
+                text,
+                external_id=self.external_id(loc),
+                tags=self._tags(loc.workspace or "", loc.rest),
+                workspace=loc.workspace,
+                metadata={SIZE_KEY: byte_size(text)},
+            )
         )
         if created.workspace != loc.workspace:
             # ContextQ silently stores an unknown workspace as none: ours was deleted since
             # the tool last looked. Take the row back and say so.
             self.known_workspaces.discard(loc.workspace or "")
             with contextlib.suppress(errors.ContextQError):
-                yield Op("delete_context", (created.id,))
+                yield from _do(_api.delete_context(created.id))
             raise ToolError(
                 f"The workspace '{loc.workspace}' no longer exists in ContextQ, so "
                 f"{self.display(loc.workspace or '', loc.rest)} was not written."
@@ -597,7 +604,7 @@ class MemoryCore:
 
     # ----- str_replace and insert -----
 
-    def _existing_file(self, path: str) -> Plan:
+    def _existing_file(self, path: str) -> Plan[Context]:
         loc = self.locate(path)
         not_found = ToolError(f"The path {path} does not exist. Please provide a valid path.")
         if loc.is_store_root or loc.is_workspace_root:
@@ -610,25 +617,25 @@ class MemoryCore:
         yield from self._check_workspace_name(loc, reading=True)
         context = yield from self._fetch(loc)
         if context is not None:
-            return loc, context
+            return context
         if (yield from self._is_dir(loc.workspace or "", loc.rest)):
             raise ToolError(f"The path {path} is not a file.")
         raise not_found
 
-    def _write_back(self, path: str, context: Context, text: str) -> Plan:
+    def _write_back(self, path: str, context: Context, text: str) -> Plan[None]:
         self._check_size(text, path)
         metadata = {**context.metadata, SIZE_KEY: byte_size(text)}
         try:
-            yield Op("update_context", (context.id,), {"content": text, "metadata": metadata})
+            yield from _do(_api.update_context(context.id, {"content": text, "metadata": metadata}))
         except errors.NotFoundError:
             raise ToolError(
                 f"The file {path} no longer exists (may have been deleted or renamed concurrently)."
             ) from None
         return None
 
-    def str_replace(self, path: str, old_str: str, new_str: str) -> Plan:
-        _, context = yield from self._existing_file(path)
-        content: str = context.content
+    def str_replace(self, path: str, old_str: str, new_str: str) -> Plan[str]:
+        context = yield from self._existing_file(path)
+        content = context.content
         count = content.count(old_str)
         if count == 0:
             raise ToolError(
@@ -657,8 +664,8 @@ class MemoryCore:
             "(with line numbers):\n" + "\n".join(snippet)
         )
 
-    def insert(self, path: str, insert_line: int, insert_text: str) -> Plan:
-        _, context = yield from self._existing_file(path)
+    def insert(self, path: str, insert_line: int, insert_text: str) -> Plan[str]:
+        context = yield from self._existing_file(path)
         lines = context.content.split("\n")
         if lines[-1] == "":
             lines.pop()
@@ -676,7 +683,7 @@ class MemoryCore:
 
     # ----- delete -----
 
-    def delete(self, path: str) -> Plan:
+    def delete(self, path: str) -> Plan[str]:
         loc = self.locate(path)
         if loc.is_store_root or (loc.is_workspace_root and self.pinned is not None):
             raise ToolError(f"Cannot delete the {ROOT} directory itself")
@@ -688,9 +695,9 @@ class MemoryCore:
                 # A 404 here means the row is gone: a retried DELETE whose first answer
                 # was lost, or another writer. Either way the file no longer exists.
                 with contextlib.suppress(errors.NotFoundError):
-                    yield Op("delete_context", (context.id,))
+                    yield from _do(_api.delete_context(context.id))
                 return f"Successfully deleted {path}"
-        under: list[Row] = yield from self._subtree(loc.workspace or "", loc.rest, foreign=True)
+        under = yield from self._subtree(loc.workspace or "", loc.rest, foreign=True)
         if not under:
             if loc.is_workspace_root and (yield from self._workspace_exists(loc.workspace or "")):
                 return f"Successfully deleted {path}"
@@ -698,10 +705,10 @@ class MemoryCore:
         yield from self._delete_rows(path, loc.workspace or "", under)
         return f"Successfully deleted {path}"
 
-    def _delete_rows(self, path: str, workspace: str, rows: list[Row]) -> Plan:
+    def _delete_rows(self, path: str, workspace: str, rows: list[Row]) -> Plan[None]:
         for i, row in enumerate(rows):
             try:
-                yield Op("delete_context", (row.id,))
+                yield from _do(_api.delete_context(row.id))
             except errors.NotFoundError:
                 continue
             except errors.ContextQError as exc:
@@ -714,7 +721,7 @@ class MemoryCore:
 
     # ----- rename -----
 
-    def rename(self, old_path: str, new_path: str) -> Plan:
+    def rename(self, old_path: str, new_path: str) -> Plan[str]:
         old = self.locate(old_path)
         new = self.locate(new_path)
         if old.is_store_root or (old.is_workspace_root and self.pinned is not None):
@@ -765,7 +772,7 @@ class MemoryCore:
         source: list[Row],
         is_dir: bool,
         contents: dict[int, str],
-    ) -> Plan:
+    ) -> Plan[None]:
         """Copy every file, then delete the originals; undo what can be undone on failure."""
         assert old.workspace is not None and new.workspace is not None
         copies: list[tuple[Row, Context]] = []
@@ -775,7 +782,7 @@ class MemoryCore:
             try:
                 text = contents.get(row.id)
                 if text is None:
-                    original: Context = yield Op("get_context", (row.id,))
+                    original = yield from _do(_api.get_context(row.id))
                     text = original.content
                 copy = yield from self._create_row(target, text)
             except (errors.ContextQError, ToolError) as exc:
@@ -795,7 +802,7 @@ class MemoryCore:
             copies.append((row, copy))
         for i, (row, _copy) in enumerate(copies):
             try:
-                yield Op("delete_context", (row.id,))
+                yield from _do(_api.delete_context(row.id))
             except errors.NotFoundError:
                 continue
             except errors.ContextQError as exc:
@@ -826,12 +833,12 @@ class MemoryCore:
             )
         return "; ".join(parts)
 
-    def _undo_copies(self, copies: list[tuple[Row, Context]]) -> Plan:
+    def _undo_copies(self, copies: list[tuple[Row, Context]]) -> Plan[list[tuple[Row, Context]]]:
         """Delete copies made by a failed rename; the (original, copy) pairs left over."""
         left: list[tuple[Row, Context]] = []
         for row, copy in copies:
             try:
-                yield Op("delete_context", (copy.id,))
+                yield from _do(_api.delete_context(copy.id))
             except errors.NotFoundError:
                 continue
             except errors.ContextQError:
@@ -840,17 +847,17 @@ class MemoryCore:
 
     # ----- clear and recall -----
 
-    def clear_all(self) -> Plan:
+    def clear_all(self) -> Plan[str]:
         if self.pinned is not None:
-            rows: list[Row] = yield from self._rows(self.pinned)
+            rows = yield from self._rows(self.pinned)
             yield from self._delete_rows(ROOT, self.pinned, rows)
         else:
-            by_ws: dict[str, list[Row]] = yield from self._rows(None)
+            by_ws = yield from self._rows_by_workspace(None)
             for ws, ws_rows in sorted(by_ws.items()):
                 yield from self._delete_rows(ROOT, ws, ws_rows)
         return "All memory cleared"
 
-    def recall(self, query: str, limit: int) -> Plan:
+    def recall(self, query: str, limit: int) -> Plan[str]:
         if not isinstance(query, str) or not query.strip():
             raise ToolError("memory_recall needs a non-empty query.")
         try:
@@ -858,14 +865,15 @@ class MemoryCore:
         except UnicodeEncodeError:
             raise ToolError("The memory_recall query holds an unpaired surrogate.") from None
         limit = max(1, min(int(limit), SEARCH_MAX_LIMIT))
-        results: list[SearchResult] = yield Op(
-            "search", (query,), {"tags": [self.tag], "workspace": self.pinned, "limit": limit}
+        results = yield from _do(
+            _api.search(query, type=None, workspace=self.pinned, tags=[self.tag], limit=limit)
         )
         lines: list[str] = []
         for hit in results:
-            ws, rest = self._owner(hit.context.external_id, self.pinned)
-            if ws is None:
+            owner = self._owner(hit.context.external_id, self.pinned)
+            if owner is None:
                 continue
+            ws, rest = owner
             lines.append(f"{self.display(ws, rest)}\t(score {hit.score:.2f})\t{hit.snippet}")
         if not lines:
             return f"No memory file matches {query!r}."

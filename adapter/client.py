@@ -164,6 +164,8 @@ class ContextQClient:
         return self._opts.base_url
 
     def _send(self, call: _api.Call[T]) -> T:
+        """Run one request plan: every method is one, and the memory tool runs the plans
+        its core yields through here, so both share the retries."""
         plan = self._opts.exchange(call)
         delay = next(plan)
         while True:
@@ -412,6 +414,7 @@ class AsyncContextQClient:
         return self._opts.base_url
 
     async def _send(self, call: _api.Call[T]) -> T:
+        """Run one request plan, as ``ContextQClient._send``."""
         plan = self._opts.exchange(call)
         delay = next(plan)
         while True:

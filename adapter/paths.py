@@ -108,14 +108,11 @@ def external_id(tag: str, workspace: str, rest: str) -> str:
     return f"{tag}:{workspace}/{rest}"
 
 
-def external_prefix(tag: str, workspace: str) -> str:
-    return f"{tag}:{workspace}/"
-
-
-def rest_of(tag: str, workspace: str, ext: str | None) -> str | None:
-    """The path inside the workspace that an external id stands for, or None if it is not
-    one of this tool's rows."""
-    prefix = external_prefix(tag, workspace)
-    if ext is None or not ext.startswith(prefix):
+def decode_external_id(tag: str, external_id: str | None) -> tuple[str, str] | None:
+    """The (workspace, path inside it) that ``external_id`` stands for, the inverse of
+    ``external_id``; None for a row that is not this tag's (another tool wrote it)."""
+    prefix = f"{tag}:"
+    if external_id is None or not external_id.startswith(prefix):
         return None
-    return ext[len(prefix) :]
+    workspace, slash, rest = external_id[len(prefix) :].partition("/")
+    return (workspace, rest) if slash else None

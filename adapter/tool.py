@@ -2,8 +2,8 @@
 
 Both subclass the Anthropic SDK's own memory-tool bases, so they drop into
 ``client.beta.messages.tool_runner(tools=[...])``. All command logic is in
-``_memory.MemoryCore``; a shell only drives its plans with a sync or async client and
-serialises edits of one file.
+``_memory.MemoryCore``; a shell only runs each request its plans yield with a sync or
+async client, and serialises writes.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from adapter._memory import (
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MAX_VIEW_CHARS,
     MemoryCore,
-    Op,
     Plan,
     check_input,
     explain,
@@ -52,34 +51,37 @@ RECALL_DESCRIPTION = (
 )
 
 
-def _drive_sync(client: ContextQClient, plan: Plan) -> Any:
+def _drive_sync(client: ContextQClient, plan: Plan[T]) -> T:
+    """Run each request the plan yields and send back its result, or throw in its error."""
     value: Any = None
-    error: BaseException | None = None
+    error: errors.ContextQError | None = None
     while True:
         try:
-            op: Op = plan.throw(error) if error is not None else plan.send(value)
+            call = plan.throw(error) if error is not None else plan.send(value)
         except StopIteration as done:
-            return done.value
+            result: T = done.value  # a generator's return value reaches us untyped
+            return result
         except errors.ContextQError as exc:
             raise explain(exc) from None
         try:
-            value, error = getattr(client, op.name)(*op.args, **op.kwargs), None
+            value, error = client._send(call), None
         except errors.ContextQError as exc:
             value, error = None, exc
 
 
-async def _drive_async(client: AsyncContextQClient, plan: Plan) -> Any:
+async def _drive_async(client: AsyncContextQClient, plan: Plan[T]) -> T:
     value: Any = None
-    error: BaseException | None = None
+    error: errors.ContextQError | None = None
     while True:
         try:
-            op: Op = plan.throw(error) if error is not None else plan.send(value)
+            call = plan.throw(error) if error is not None else plan.send(value)
         except StopIteration as done:
-            return done.value
+            result: T = done.value
+            return result
         except errors.ContextQError as exc:
             raise explain(exc) from None
         try:
-            value, error = await getattr(client, op.name)(*op.args, **op.kwargs), None
+            value, error = await client._send(call), None
         except errors.ContextQError as exc:
             value, error = None, exc
 
@@ -136,7 +138,7 @@ class ContextQMemoryTool(BetaAbstractMemoryTool):
         # between a rename's copy and its delete, and no two creates race on one tree.
         self._write_lock = threading.Lock()
 
-    def _run(self, plan: Plan, *, write: bool = False) -> Any:
+    def _run(self, plan: Plan[T], *, write: bool = False) -> T:
         if not write:
             return _drive_sync(self.client, plan)
         with self._write_lock:
@@ -148,40 +150,32 @@ class ContextQMemoryTool(BetaAbstractMemoryTool):
         return super().call(input)
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
-        result: str = self._run(self.core.view(command.path, command.view_range))
-        return result
+        return self._run(self.core.view(command.path, command.view_range))
 
     def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
-        result: str = self._run(self.core.create(command.path, command.file_text), write=True)
-        return result
+        return self._run(self.core.create(command.path, command.file_text), write=True)
 
     def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
         plan = self.core.str_replace(command.path, command.old_str, command.new_str or "")
-        result: str = self._run(plan, write=True)
-        return result
+        return self._run(plan, write=True)
 
     def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
         plan = self.core.insert(command.path, command.insert_line, command.insert_text)
-        result: str = self._run(plan, write=True)
-        return result
+        return self._run(plan, write=True)
 
     def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        result: str = self._run(self.core.delete(command.path), write=True)
-        return result
+        return self._run(self.core.delete(command.path), write=True)
 
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        result: str = self._run(self.core.rename(command.old_path, command.new_path), write=True)
-        return result
+        return self._run(self.core.rename(command.old_path, command.new_path), write=True)
 
     def clear_all_memory(self) -> str:
         """Delete every file this tool wrote (its tag, in its workspace scope); nothing else."""
-        result: str = self._run(self.core.clear_all(), write=True)
-        return result
+        return self._run(self.core.clear_all(), write=True)
 
     def recall(self, query: str, limit: int = 5) -> str:
         """The memory files most relevant to ``query``, with scores and snippets."""
-        result: str = self._run(self.core.recall(query, limit))
-        return result
+        return self._run(self.core.recall(query, limit))
 
     def recall_tool(self) -> BetaFunctionTool[Callable[..., str]]:
         """A companion function tool, ``memory_recall``, for the same tool runner."""
@@ -253,7 +247,7 @@ class AsyncContextQMemoryTool(BetaAsyncAbstractMemoryTool):
         # from several event loops (e.g. one asyncio.run per test).
         self._write_locks: dict[int, asyncio.Lock] = {}
 
-    async def _run(self, plan: Plan, *, write: bool = False) -> Any:
+    async def _run(self, plan: Plan[T], *, write: bool = False) -> T:
         if not write:
             return await _drive_async(self.client, plan)
         lock = self._write_locks.setdefault(id(asyncio.get_running_loop()), asyncio.Lock())
@@ -265,41 +259,30 @@ class AsyncContextQMemoryTool(BetaAsyncAbstractMemoryTool):
         return await super().call(input)
 
     async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
-        result: str = await self._run(self.core.view(command.path, command.view_range))
-        return result
+        return await self._run(self.core.view(command.path, command.view_range))
 
     async def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
-        plan = self.core.create(command.path, command.file_text)
-        result: str = await self._run(plan, write=True)
-        return result
+        return await self._run(self.core.create(command.path, command.file_text), write=True)
 
     async def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
         plan = self.core.str_replace(command.path, command.old_str, command.new_str or "")
-        result: str = await self._run(plan, write=True)
-        return result
+        return await self._run(plan, write=True)
 
     async def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
         plan = self.core.insert(command.path, command.insert_line, command.insert_text)
-        result: str = await self._run(plan, write=True)
-        return result
+        return await self._run(plan, write=True)
 
     async def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        result: str = await self._run(self.core.delete(command.path), write=True)
-        return result
+        return await self._run(self.core.delete(command.path), write=True)
 
     async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        result: str = await self._run(
-            self.core.rename(command.old_path, command.new_path), write=True
-        )
-        return result
+        return await self._run(self.core.rename(command.old_path, command.new_path), write=True)
 
     async def clear_all_memory(self) -> str:
-        result: str = await self._run(self.core.clear_all(), write=True)
-        return result
+        return await self._run(self.core.clear_all(), write=True)
 
     async def recall(self, query: str, limit: int = 5) -> str:
-        result: str = await self._run(self.core.recall(query, limit))
-        return result
+        return await self._run(self.core.recall(query, limit))
 
     def recall_tool(self) -> BetaAsyncFunctionTool[Callable[..., Coroutine[Any, Any, str]]]:
         async def memory_recall(query: str, limit: int = 5) -> str:

@@ -46,6 +46,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from adapter import wire
 from adapter.tool import ContextQMemoryTool
 from fake_contextq import FakeContextQ
 
@@ -168,7 +169,7 @@ class MemoryDifferential(RuleBasedStateMachine):
         self.fake = FakeContextQ()
         self.tenant = self.fake.create_tenant(plan="unlimited")
         self.fake.create_workspace(self.tenant, WORKSPACE)
-        key = self.fake.mint_key(self.tenant, ("read", "write", "admin"))
+        key = self.fake.mint_key(self.tenant, wire.SCOPES)
         self.http = self.fake.client()
         self.tool = ContextQMemoryTool(key, http_client=self.http, workspace=WORKSPACE)
 

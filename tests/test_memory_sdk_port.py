@@ -89,7 +89,7 @@ from anthropic.types.beta import (
 )
 
 from adapter import AsyncContextQMemoryTool, ContextQMemoryTool
-from adapter.wire import MAX_CONTENT_BYTES
+from adapter.wire import MAX_CONTENT_BYTES, SCOPES
 from fake_contextq import FakeContextQ, Tenant
 
 WORKSPACE = "acme"
@@ -639,7 +639,7 @@ def contextq() -> Iterator[ContextQ]:
     with FakeContextQ() as fake:
         tenant = fake.create_tenant(plan="unlimited")
         fake.create_workspace(tenant, WORKSPACE)
-        yield ContextQ(fake, tenant, fake.mint_key(tenant, ("read", "write", "admin")))
+        yield ContextQ(fake, tenant, fake.mint_key(tenant, SCOPES))
 
 
 def _check_files(case: Case, found: dict[str, str], *, sdk: bool) -> None:

@@ -204,13 +204,14 @@ def test_unsafe_paths_are_refused_before_any_request(
     fake: FakeContextQ, pinned: ContextQMemoryTool, path: str
 ) -> None:
     before = len(fake.journal)
-    for command, extra in [
+    commands: list[tuple[str, dict[str, Any]]] = [
         ("view", {}),
         ("create", {"file_text": "x"}),
         ("str_replace", {"old_str": "a", "new_str": "b"}),
         ("insert", {"insert_line": 0, "insert_text": "x"}),
         ("delete", {}),
-    ]:
+    ]
+    for command, extra in commands:
         fails(pinned, command, path=path, **extra)
     fails(pinned, "rename", old_path=path, new_path="/memories/ok.md")
     fails(pinned, "rename", old_path="/memories/ok.md", new_path=path)
@@ -290,13 +291,14 @@ def test_a_read_only_key_can_view_but_not_write(
         fake.mint_key(tenant, ("read",)), http_client=fake.client(), workspace=acme
     )
     assert "hello" in run(ro, "view", path="/memories/a.md")
-    for command, extra in [
+    writes: list[tuple[str, dict[str, Any]]] = [
         ("create", {"path": "/memories/b.md", "file_text": "x"}),
         ("str_replace", {"path": "/memories/a.md", "old_str": "hello", "new_str": "bye"}),
         ("insert", {"path": "/memories/a.md", "insert_line": 0, "insert_text": "x"}),
         ("delete", {"path": "/memories/a.md"}),
         ("rename", {"old_path": "/memories/a.md", "new_path": "/memories/c.md"}),
-    ]:
+    ]
+    for command, extra in writes:
         assert "lacks the 'write' scope" in fails(ro, command, **extra)
     assert [c.content for c in fake.contexts(tenant)] == ["hello"]
 
