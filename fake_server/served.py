@@ -22,9 +22,14 @@ ASGIApp = Callable[
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
-    """A listening socket; binding here (not in uvicorn) makes port 0 knowable up front."""
+    """A listening socket; binding here (not in uvicorn) makes port 0 knowable up front.
+
+    The protocol is named (TCP, not 0): asyncio sets ``TCP_NODELAY`` only on accepted
+    sockets whose protocol is TCP, and without it every request after the first on a
+    kept-alive connection waits out the peer's delayed ACK (about 40 ms).
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
