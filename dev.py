@@ -68,8 +68,7 @@ def main(argv: list[str]) -> int:
     if command == "demo":
         return run(BIN / "contextq-demo", *rest)
     if command == "test":
-        parallel = [] if any(a.startswith(("-n", "--numprocesses")) for a in rest) else [
-            "-n", "2"]
+        parallel = [] if any(a.startswith(("-n", "--numprocesses")) for a in rest) else ["-n", "2"]
         return run(PYTHON, "-m", "pytest", *parallel, *rest)
     if command == "package":
         return package()
@@ -77,19 +76,129 @@ def main(argv: list[str]) -> int:
         return run(PYTHON, "benchmarks/bench.py", *rest)
     status = run(PYTHON, "-m", "ruff", "check", ".")
     formatted = (
-        "fake_contextq", "adapter", "contextq_fixtures", "contextq_conformance", "benchmarks"
+        "fake_contextq",
+        "adapter",
+        "contextq_fixtures",
+        "contextq_conformance",
+        "benchmarks",
+        "tests",
+        "e2e",
+        "conftest.py",
+        "dev.py",
     )
     status |= run(PYTHON, "-m", "ruff", "format", "--check", *formatted)
     status |= run(PYTHON, "-m", "mypy")
     return status
 
 
-PACKAGES = ("fake_contextq", "adapter", "contextq_fixtures", "contextq_conformance")
-REQUIRED = ("fastapi", "uvicorn", "httpx2", "anthropic")
+#: Every top-level package the wheel ships; the files of each, subpackages too, are checked.
+PACKAGES = (
+    "adapter",
+    "fake_server",
+    "fake_contextq",
+    "fake_anthropic",
+    "contextq_demo",
+    "contextq_fixtures",
+    "contextq_conformance",
+)
+#: The base requirements: everything a production install of the memory tool gets.
+REQUIRED = ("anthropic", "httpx2")
+#: Requirements the wheel may name only under an extra: requirement -> extra.
+EXTRA_ONLY = {"fastapi": "fake", "uvicorn": "fake", "sqlalchemy": "fake"}
+#: Distributions an install with no extras must not contain.
+NOT_IN_LEAN = ("fastapi", "starlette", "uvicorn", "sqlalchemy")
+#: Commands that, installed with no extras, must name the extra to install (exit status 2).
+LEAN_COMMANDS = (
+    (("fake-contextq", "serve", "--memory", "--port", "0"), "fake"),
+    (("contextq-conformance",), "pytest"),
+)
+
+
+def _requirements(metadata: str) -> list[tuple[str, str]]:
+    """(name, environment marker) of every ``Requires-Dist`` in a wheel's METADATA."""
+    import re
+    from email.parser import Parser
+
+    found = []
+    for req in Parser().parsestr(metadata).get_all("Requires-Dist") or []:
+        spec, _, marker = req.partition(";")
+        name = re.split(r"[\s\[<>=!~(]", spec.strip(), maxsplit=1)[0]
+        found.append((name.lower().replace("_", "-"), marker.strip()))
+    return found
+
+
+def _check_wheel(names: set[str], metadata: str, wheel: Path) -> list[str]:
+    problems = []
+    for pkg in PACKAGES:
+        for source in (ROOT / pkg).rglob("*"):
+            rel = source.relative_to(ROOT).as_posix()
+            if source.is_file() and source.suffix in (".py", ".typed") and rel not in names:
+                problems.append(f"{rel} is missing from {wheel.name}")
+    shipped = {n.split("/")[0] for n in names if "/" in n and ".dist-info/" not in n}
+    for extra_pkg in sorted(shipped - set(PACKAGES)):
+        problems.append(f"{wheel.name} ships {extra_pkg}/, which PACKAGES does not check")
+    if "Name: contextq-memory-tool" not in metadata:
+        problems.append("the wheel's METADATA does not name contextq-memory-tool")
+    requirements = _requirements(metadata)
+    for req in REQUIRED:
+        if (req, "") not in requirements:
+            problems.append(f"the wheel does not require {req} (without an extra)")
+    for req, extra in EXTRA_ONLY.items():
+        markers = [marker for name, marker in requirements if name == req]
+        if not markers:
+            problems.append(f"the wheel does not name {req} under the {extra!r} extra")
+        for marker in markers:
+            if marker != f'extra == "{extra}"':
+                problems.append(f"the wheel requires {req} with {marker or 'no extra'!r}")
+    if not any(n.endswith(".dist-info/entry_points.txt") for n in names):
+        problems.append("the wheel has no entry points (fake-contextq)")
+    return problems
+
+
+def _check_lean(env_dir: Path, py: Path) -> list[str]:
+    """The wheel installed with no extras: ``import adapter`` works, the fake's packages
+    are absent, and the fake's commands name the extra they need."""
+    import json
+
+    probe = (
+        "import importlib.metadata as md, json, sysconfig\n"
+        "from pathlib import Path\n"
+        "import adapter.tool, adapter.client\n"
+        "from adapter import ContextQClient, ContextQMemoryTool\n"
+        "site = Path(sysconfig.get_paths()['purelib'])\n"
+        "names = sorted({d.metadata['Name'].lower() for d in md.distributions()})\n"
+        "size = sum(f.stat().st_size for f in site.rglob('*') if f.is_file())\n"
+        "print(json.dumps({'names': names, 'bytes': size}))\n"
+    )
+    found = subprocess.run([str(py), "-c", probe], capture_output=True, text=True)
+    if found.returncode != 0:
+        return [f"import adapter fails with no extras installed:\n{found.stderr}"]
+    report = json.loads(found.stdout)
+    names: list[str] = report["names"]
+    print(
+        f"dev.py: with no extras, import adapter works; {len(names)} distributions "
+        f"installed ({', '.join(names)}); site-packages {report['bytes'] / 1e6:.1f} MB "
+        "(pip included)",
+        flush=True,
+    )
+    problems = [f"{name} is installed with no extras" for name in NOT_IN_LEAN if name in names]
+    for (command, *args), extra in LEAN_COMMANDS:
+        ran = subprocess.run(
+            [str(env_dir / BIN.name / command), *args], capture_output=True, text=True
+        )
+        said = ran.stderr.strip()
+        if ran.returncode != 2 or f"contextq-memory-tool[{extra}]" not in said or "\n" in said:
+            problems.append(
+                f"{command} with no extras should exit 2 with one line naming the "
+                f"{extra!r} extra; it exited {ran.returncode}: {said or ran.stdout}"
+            )
+    return problems
 
 
 def package() -> int:
-    """Build, check, install the wheel (not editable) in a fresh venv, run downstream tests."""
+    """Build, check, install the wheel (not editable) with no extras in a fresh venv and
+    check that install is lean, then add the ``pytest`` extra and run the downstream tests
+    and the conformance suite against it."""
     import shutil
     import tempfile
     import zipfile
@@ -103,20 +212,7 @@ def package() -> int:
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         metadata = next(zf.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
-    problems = []
-    for pkg in PACKAGES:
-        for source in (ROOT / pkg).rglob("*"):
-            rel = source.relative_to(ROOT).as_posix()
-            if source.is_file() and source.suffix in (".py", ".typed") and rel not in names:
-                problems.append(f"{rel} is missing from {wheel.name}")
-    if "Name: contextq-memory-tool" not in metadata:
-        problems.append("the wheel's METADATA does not name contextq-memory-tool")
-    for req in REQUIRED:
-        if f"Requires-Dist: {req}" not in metadata:
-            problems.append(f"the wheel does not require {req}")
-    entry = next((zf_name for zf_name in names if zf_name.endswith("entry_points.txt")), None)
-    if entry is None:
-        problems.append("the wheel has no entry points (fake-contextq)")
+    problems = _check_wheel(names, metadata, wheel)
     if problems:
         print("dev.py package:\n  " + "\n  ".join(problems), file=sys.stderr)
         return 1
@@ -126,7 +222,15 @@ def package() -> int:
         venv.EnvBuilder(with_pip=True).create(env_dir)
         py = env_dir / BIN.name / PYTHON.name
         pip = [str(py), "-m", "pip", "--disable-pip-version-check", "install", "--quiet"]
-        if subprocess.call([*pip, str(wheel), "pytest"]) != 0:
+        print("dev.py: installing the wheel with no extras into a fresh venv", flush=True)
+        if subprocess.call([*pip, str(wheel)]) != 0:
+            return 1
+        problems = _check_lean(env_dir, py)
+        if problems:
+            print("dev.py package:\n  " + "\n  ".join(problems), file=sys.stderr)
+            return 1
+        print("dev.py: adding the 'pytest' extra", flush=True)
+        if subprocess.call([*pip, f"{wheel}[pytest]"]) != 0:
             return 1
         project = Path(tmp) / "downstream"
         shutil.copytree(ROOT / "e2e" / "downstream", project)
@@ -135,7 +239,7 @@ def package() -> int:
             [str(py), "-m", "pytest", "-p", "contextq_fixtures", "--strict-markers",
              "-p", "no:cacheprovider", "-q", str(project)],
             cwd=project,
-        )
+        )  # fmt: skip
         if status != 0:
             return status
         print("dev.py: running the shipped conformance suite from the wheel", flush=True)

@@ -1087,6 +1087,46 @@ def bench_memory_tool(bench: Bench) -> None:
     tmp.cleanup()
 
 
+@section("plugin load: a one-test pytest session with and without -p contextq_fixtures")
+def bench_plugin_load(bench: Bench) -> None:
+    """What loading the plugin costs a session that uses none of its fixtures: whole
+    ``python -m pytest`` processes on one trivial test, alternated so load hits both."""
+    import os
+    import subprocess
+    import tempfile
+
+    it = bench.iters(full=(20, 2), quick=(6, 1))
+    tmp = tempfile.TemporaryDirectory()
+    project = Path(tmp.name)
+    (project / "test_one.py").write_text("def test_one():\n    assert True\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+
+    def session(*plugin: str) -> Callable[[], object]:
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin]
+
+        def run() -> object:
+            return subprocess.run(
+                [*argv, "test_one.py"], cwd=project, env=env, capture_output=True, check=True
+            )
+
+        return run
+
+    without, with_plugin = measure_interleaved(
+        [session(), session("-p", "contextq_fixtures")], it.n, it.warmup
+    )
+    base = "pytest session, 1 test (no plugin)"
+    bench.add(base, without)
+    added = with_plugin.median_ms - without.median_ms
+    bench.add(
+        "pytest session, 1 test, -p contextq_fixtures",
+        with_plugin,
+        baseline=base,
+        target=Target(max_ms=without.median_ms + 100.0),
+        note=f"adds {added:+.1f} ms (target <= +100 ms)",
+    )
+    tmp.cleanup()
+
+
 def fmt_ms(value: float) -> str:
     return f"{value:.3f}" if value < 10 else f"{value:.1f}"
 

@@ -37,8 +37,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         *(["--contextq-conformance-report", args.report] if args.report else []),
         *rest,
     ]
-    import pytest  # after parsing: --help needs none of it
+    try:  # after parsing: --help needs none of it
+        import pytest
 
+        if args.target != "live":
+            import fake_contextq.fake  # noqa: F401  (the fake targets need the fake extra)
+    except ModuleNotFoundError as exc:
+        print(
+            f"contextq-conformance: needs {exc.name}; install the 'pytest' extra: "
+            "pip install 'contextq-memory-tool[pytest]'",
+            file=sys.stderr,
+        )
+        return 2
     return int(pytest.main(pytest_args))
 
 

@@ -1,17 +1,21 @@
 """pytest plugin: a strict fake ContextQ, the memory tool bound to it, and a scripted model.
 
 Load it with ``pytest -p contextq_fixtures`` or ``pytest_plugins = ["contextq_fixtures"]``;
-it is not loaded into projects that do not ask for it.
+it is not loaded into projects that do not ask for it. Loading it imports pytest-facing
+code only: the fakes, the adapter and the live machinery load when a fixture first needs
+them, so a session that uses none of them pays nothing for the plugin.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from contextq_fixtures import live_fixtures
+from contextq_fixtures._extra import needs_extra
 from contextq_fixtures._state import MARKER, MARKER_OPTIONS, MODEL_KEY
 from contextq_fixtures.fixtures import (
     ContextQServer,
@@ -25,7 +29,6 @@ from contextq_fixtures.fixtures import (
     fake_contextq,
     memory_tool,
 )
-from contextq_fixtures.live import LiveConfig, LiveStack, LiveTenant
 from contextq_fixtures.live_fixtures import (
     contextq_live,
     contextq_live_tenant,
@@ -34,6 +37,7 @@ from contextq_fixtures.live_fixtures import (
 from contextq_fixtures.report import sections
 
 if TYPE_CHECKING:
+    from contextq_fixtures.live import LiveConfig, LiveStack, LiveTenant
     from fake_anthropic import ScriptedModel
 
 REPORT_OPTION = "--contextq-report"
@@ -79,7 +83,8 @@ def scripted_model(request: pytest.FixtureRequest) -> Iterator[ScriptedModel]:
     ``client`` / ``async_client`` need no network and no key. At teardown it fails the test
     if a request came after the script ended, or if turns were left unplayed (unless
     ``allow_unused()`` was called)."""
-    from fake_anthropic import ScriptedModel
+    with needs_extra("scripted_model"):
+        from fake_anthropic import ScriptedModel
 
     model = ScriptedModel()
     request.node.stash[MODEL_KEY] = model
@@ -94,6 +99,17 @@ def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, Any, None]:
     if report.failed and item.config.getoption(REPORT_OPTION) != "never":
         for title, text in sections(item):
             report.sections.append((title, text))
+
+
+#: Public names whose modules import the adapter: loaded on first use, not with the plugin.
+_LAZY = dict.fromkeys(("LiveConfig", "LiveStack", "LiveTenant"), "contextq_fixtures.live")
+
+
+def __getattr__(name: str) -> Any:
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module 'contextq_fixtures' has no attribute {name!r}")
+    return getattr(import_module(home), name)
 
 
 __all__ = [

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from fake_contextq import FakeContextQ
+if TYPE_CHECKING:
+    from fake_contextq import FakeContextQ
 
-FAKE_KEY = pytest.StashKey[FakeContextQ]()
+# Typed by annotation only: loading the plugin must not import the fake.
+FAKE_KEY: pytest.StashKey[FakeContextQ] = pytest.StashKey()
 MODEL_KEY = pytest.StashKey[Any]()
 MARKER = "contextq"
 MARKER_OPTIONS = ("plan", "tenant", "workspace", "embeddings", "llm")

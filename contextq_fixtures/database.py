@@ -77,9 +77,9 @@ class DsnDatabase:
         return self._conn
 
     def query(self, statement: str, params: Mapping[str, tenant_sql.Value]) -> list[Row]:
+        conn = self._connection()  # first: it explains a missing psycopg
         import psycopg
 
-        conn = self._connection()
         try:
             with conn.cursor() as cursor:
                 cursor.execute(statement, tenant_sql.driver_params(params))

@@ -1,21 +1,28 @@
-"""The fixtures: a fresh fake ContextQ per test, and everything bound to it."""
+"""The fixtures: a fresh fake ContextQ per test, and everything bound to it.
+
+Nothing of the fake or the adapter is imported until a fixture runs, so a session that
+loads the plugin and uses none of them pays nothing for it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 
-from adapter import (
-    AsyncContextQClient,
-    AsyncContextQMemoryTool,
-    ContextQClient,
-    ContextQMemoryTool,
-    wire,
-)
+from contextq_fixtures._extra import needs_extra
 from contextq_fixtures._state import FAKE_KEY, marker_options
-from fake_contextq import FakeContextQ, ServedFake, Tenant
+
+if TYPE_CHECKING:
+    from adapter import (
+        AsyncContextQClient,
+        AsyncContextQMemoryTool,
+        ContextQClient,
+        ContextQMemoryTool,
+    )
+    from fake_contextq import FakeContextQ, ServedFake, Tenant
 
 RETRY_BACKOFF = 0.001  # tests inject faults; retries need not wait
 
@@ -25,6 +32,9 @@ def fake_contextq(request: pytest.FixtureRequest) -> Iterator[FakeContextQ]:
     """A fresh, strict ContextQ for this test; ``@pytest.mark.contextq(...)`` configures it
     (``embeddings=``, ``llm=``)."""
     options = marker_options(request.node)
+    with needs_extra("fake_contextq"):
+        from fake_contextq import FakeContextQ
+
     fake = FakeContextQ(
         embeddings=options.get("embeddings", True),
         llm=options.get("llm"),
@@ -37,6 +47,8 @@ def fake_contextq(request: pytest.FixtureRequest) -> Iterator[FakeContextQ]:
 @pytest.fixture
 def contextq_tenant(request: pytest.FixtureRequest, fake_contextq: FakeContextQ) -> Tenant:
     """A tenant of the fake, on the plan the ``contextq`` marker names (``free`` by default)."""
+    from adapter import wire
+
     options = marker_options(request.node)
     return fake_contextq.create_tenant(
         options.get("tenant", "test-tenant"), plan=options.get("plan", wire.DEFAULT_PLAN)
@@ -46,6 +58,8 @@ def contextq_tenant(request: pytest.FixtureRequest, fake_contextq: FakeContextQ)
 @pytest.fixture
 def contextq_api_key(fake_contextq: FakeContextQ, contextq_tenant: Tenant) -> str:
     """A plaintext ``sk_live_`` key of the tenant with read, write and admin scopes."""
+    from adapter import wire
+
     return fake_contextq.mint_key(contextq_tenant, wire.SCOPES)
 
 
@@ -62,6 +76,9 @@ def contextq_workspace(
 @pytest.fixture
 def contextq_client(fake_contextq: FakeContextQ, contextq_api_key: str) -> Iterator[ContextQClient]:
     """An ``adapter.ContextQClient`` bound to the fake in-process."""
+    with needs_extra("contextq_client"):
+        from adapter import ContextQClient
+
     client = ContextQClient(
         contextq_api_key, http_client=fake_contextq.client(), retry_backoff=RETRY_BACKOFF
     )
@@ -75,6 +92,9 @@ def async_contextq_client(
 ) -> AsyncContextQClient:
     """An ``adapter.AsyncContextQClient`` bound to the fake in-process (a plain fixture, so
     it works under any async test runner)."""
+    with needs_extra("async_contextq_client"):
+        from adapter import AsyncContextQClient
+
     return AsyncContextQClient(
         contextq_api_key, http_client=fake_contextq.async_client(), retry_backoff=RETRY_BACKOFF
     )
@@ -85,6 +105,9 @@ def memory_tool(
     fake_contextq: FakeContextQ, contextq_api_key: str, contextq_workspace: str
 ) -> Iterator[ContextQMemoryTool]:
     """The memory tool bound to the fake, pinned to ``contextq_workspace``."""
+    with needs_extra("memory_tool"):
+        from adapter import ContextQMemoryTool
+
     tool = ContextQMemoryTool(
         contextq_api_key,
         http_client=fake_contextq.client(),
@@ -100,6 +123,9 @@ def async_memory_tool(
     fake_contextq: FakeContextQ, contextq_api_key: str, contextq_workspace: str
 ) -> AsyncContextQMemoryTool:
     """The async memory tool bound to the fake, pinned to ``contextq_workspace``."""
+    with needs_extra("async_memory_tool"):
+        from adapter import AsyncContextQMemoryTool
+
     return AsyncContextQMemoryTool(
         contextq_api_key,
         http_client=fake_contextq.async_client(),

@@ -3,18 +3,21 @@
 Off unless ``--contextq-live`` is given or ``CONTEXTQ_LIVE=1`` is set: then every test
 that uses a live fixture, or is marked ``contextq_live``, skips with a reason that says
 how to turn them on. On, an unreachable API or database is an error, never a skip.
+
+The live machinery (``live``, ``database``, ``tenant_sql``, the adapter) is imported only
+when a live fixture runs with live tests on.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import pytest
 
-from contextq_fixtures.database import LiveSetupError
-from contextq_fixtures.live import LiveConfig, LiveStack, LiveTenant
+if TYPE_CHECKING:
+    from contextq_fixtures.live import LiveStack, LiveTenant
 
 LIVE_OPTION: Final = "--contextq-live"
 LIVE_ENV: Final = "CONTEXTQ_LIVE"
@@ -66,6 +69,9 @@ def contextq_live(request: pytest.FixtureRequest) -> Iterator[LiveStack]:
     if not live_enabled(request.config):
         pytest.skip(SKIP_REASON)
     lines = request.config.stash.setdefault(_LINES, [])
+    from contextq_fixtures.database import LiveSetupError
+    from contextq_fixtures.live import LiveConfig, LiveStack
+
     try:
         stack = LiveStack(LiveConfig.from_env(), report=lines.append)
         stack.reap()
@@ -78,6 +84,8 @@ def contextq_live(request: pytest.FixtureRequest) -> Iterator[LiveStack]:
 @pytest.fixture
 def contextq_live_tenants(contextq_live: LiveStack) -> Iterator[Callable[..., LiveTenant]]:
     """Make throwaway tenants (``make(plan=None)``), each cleaned up after the test."""
+    from contextq_fixtures.database import LiveSetupError
+
     made: list[LiveTenant] = []
 
     def make(plan: str | None = None) -> LiveTenant:

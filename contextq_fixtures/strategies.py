@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ModuleNotFoundError as exc:
+    raise ModuleNotFoundError(
+        f"contextq_fixtures.strategies needs hypothesis ({exc.name} is not installed): "
+        "pip install 'contextq-memory-tool[pytest]'",
+        name=exc.name,
+    ) from None
 
 from adapter.paths import MAX_DEPTH, MAX_NAME_BYTES, MAX_PATH_BYTES, ROOT
 

@@ -1,4 +1,9 @@
-"""``fake-contextq serve``: the fake as a real HTTP server for clients in any language."""
+"""``fake-contextq serve``: the fake as a real HTTP server for clients in any language.
+
+The HTTP side (FastAPI, uvicorn, SQLAlchemy: the ``fake`` extra) is imported when
+``serve`` runs, so without it the command says which extra to install instead of failing
+on import.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,15 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from adapter import wire
 from fake_contextq import __version__
 from fake_contextq.domain.auth import normalise_scopes
 from fake_contextq.domain.errors import ApiError
-from fake_contextq.fake import FakeContextQ
-from fake_contextq.http.control import new_control_token
-from fake_server import bind_socket, run_foreground, url_for
+
+if TYPE_CHECKING:
+    from fake_contextq.fake import FakeContextQ
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 38200  # the dev stack's port, so CONTEXT_API_URL's default reaches the fake
@@ -105,6 +111,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return serve(_parser().parse_args(given))
 
 
+def _missing(exc: ModuleNotFoundError) -> str:
+    """What to install: the message itself when it already says (a store's missing
+    driver names the ``postgres`` extra), else the ``fake`` extra."""
+    if "pip install" in str(exc):
+        return str(exc)
+    return (
+        f"serving needs {exc.name}; install the 'fake' extra: "
+        "pip install 'contextq-memory-tool[fake]'"
+    )
+
+
 def default_db_path() -> Path:
     """Where ``serve`` keeps its state by default: the user's data directory."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -124,6 +141,8 @@ def _redacted(url: str) -> str:
 
 def _open(args: argparse.Namespace) -> tuple[FakeContextQ, str]:
     """The fake and a phrase saying where its state lives, or SystemExit with one line."""
+    from fake_contextq.fake import FakeContextQ
+
     if args.memory:
         return FakeContextQ(), "in memory"
     url = args.database_url
@@ -137,6 +156,8 @@ def _open(args: argparse.Namespace) -> tuple[FakeContextQ, str]:
         url, where = f"sqlite:///{path}", str(path)
     try:
         return FakeContextQ(database_url=url), f"state in {where}"
+    except ModuleNotFoundError:
+        raise  # a missing driver: serve() names the extra to install
     except Exception as exc:  # one clear line for a bad URL, file or schema, no traceback
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise SystemExit(f"fake-contextq: cannot use the database {where}: {detail}") from None
@@ -144,7 +165,13 @@ def _open(args: argparse.Namespace) -> tuple[FakeContextQ, str]:
 
 def serve(args: argparse.Namespace) -> int:
     try:
+        from fake_contextq.http.control import new_control_token
+        from fake_server import bind_socket, run_foreground, url_for
+
         fake, where = _open(args)
+    except ModuleNotFoundError as exc:
+        print(f"fake-contextq: {_missing(exc)}", file=sys.stderr)
+        return 2
     except SystemExit as exc:
         print(exc.code, file=sys.stderr)
         return 1

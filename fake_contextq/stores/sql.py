@@ -125,7 +125,16 @@ class SqlStore:
                 kwargs["poolclass"] = StaticPool
                 self._memory_lock = threading.RLock()
             kwargs["connect_args"] = connect_args
-        self.engine: Engine = sa.create_engine(self.url, **kwargs)
+        try:
+            self.engine: Engine = sa.create_engine(self.url, **kwargs)
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").partition(".")[0] != "psycopg":
+                raise
+            raise ModuleNotFoundError(
+                "a postgresql:// database needs psycopg, which is not installed: "
+                "pip install 'contextq-memory-tool[postgres]'",
+                name=exc.name,
+            ) from None
         self._dialect = self.engine.dialect.name
         if self._dialect == "sqlite":
             _sqlite_immediate(self.engine, in_memory=self._memory_lock is not None)
