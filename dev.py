@@ -76,8 +76,11 @@ def main(argv: list[str]) -> int:
         return run(PYTHON, "benchmarks/bench.py", *rest)
     status = run(PYTHON, "-m", "ruff", "check", ".")
     formatted = (
-        "fake_contextq",
         "adapter",
+        "fake_server",
+        "fake_contextq",
+        "fake_anthropic",
+        "contextq_demo",
         "contextq_fixtures",
         "contextq_conformance",
         "benchmarks",
