@@ -38,6 +38,7 @@ DEFAULT_MAX_VIEW_CHARS = 16_000
 SIZE_KEY = "bytes"  # metadata key holding a file's UTF-8 size, so listings need no fetch
 DIGEST_CHARS = 20
 DIR_TAG_EXTRA = len(":dir:") + DIGEST_CHARS  # a directory tag: the tag, ':dir:', a digest
+MAX_KNOWN_DIRS = 4096  # directories a tool remembers holding files (forgotten all at once)
 
 
 T = TypeVar("T")
@@ -246,6 +247,12 @@ class MemoryCore:
         self.max_file_bytes = max_file_bytes
         self.max_view_chars = max_view_chars
         self.known_workspaces: set[str] = set()
+        # (workspace, directory) pairs seen holding a file, with every directory above each,
+        # so a create into one skips the read that proves its directory is not a file. One
+        # emptied since does no harm (a create makes it a directory again); one this tool
+        # turns into a file is forgotten then (``_forget``); another writer doing that is not
+        # seen, as writes are coordinated only within one tool.
+        self.known_dirs: set[tuple[str, str]] = set()
 
     # ----- locations -----
 
@@ -353,12 +360,39 @@ class MemoryCore:
         """Whether anything stands at ``rest``: a directory, or (through its own tag) a file."""
         if not rest:
             return True
-        _, total = yield from _do(
+        total, _ = yield from self._probe(workspace, rest)
+        return bool(total)
+
+    def _probe(self, workspace: str, rest: str) -> Plan[tuple[int, list[str]]]:
+        """One row of the tag of ``rest``: (how many rows carry it, the path of the row read).
+
+        The same one-row read whatever the directory holds."""
+        keys, total = yield from _do(
             _api.list_context_keys(
                 workspace=workspace, tag=self.dir_tag(workspace, rest), limit=1, offset=None
             )
         )
-        return bool(total)
+        return total, self._rests(keys, workspace)
+
+    def _remember(self, workspace: str, directory: str) -> None:
+        """Note that ``directory`` holds a file, and so do the directories above it."""
+        if len(self.known_dirs) >= MAX_KNOWN_DIRS:
+            self.known_dirs.clear()  # all at once: each entry's parents stay known with it
+        while directory:
+            self.known_dirs.add((workspace, directory))
+            directory = directory.rpartition("/")[0]
+
+    def _forget(self, workspace: str, rest: str) -> None:
+        """A file goes to ``rest``, so it and everything under it is no directory now. Only
+        a directory emptied since it was remembered is there to drop, so this rarely scans
+        (what is under it is remembered only with it)."""
+        if (workspace, rest) in self.known_dirs:
+            prefix = rest + "/"
+            self.known_dirs -= {
+                (ws, d)
+                for ws, d in tuple(self.known_dirs)  # a copy: a write on another loop may add
+                if ws == workspace and (d == rest or d.startswith(prefix))
+            }
 
     def _rows(self, workspace: str, tag: str | None = None) -> Plan[list[Row]]:
         """Every file of this tool in one workspace, all pages."""
@@ -531,7 +565,7 @@ class MemoryCore:
             yield from self._no_such_workspace(loc, reading=False)
         self._check_size(file_text, path)
         yield from self._ensure_workspace(loc)
-        taken, ancestor = yield from self._blocked(loc)
+        taken, ancestor = yield from self._obstacle(loc)
         if taken:
             raise exists
         if ancestor is not None:
@@ -544,6 +578,35 @@ class MemoryCore:
         except errors.ExternalIdTakenError:
             raise exists from None
         return f"File created successfully at: {path}"
+
+    def _obstacle(self, loc: Location) -> Plan[tuple[bool, str | None]]:
+        """(whether a file or a directory stands at ``loc``, the file above it or None), in
+        one-row reads, so a create costs the same in a directory of any size.
+
+        A file carries the tag of its own path and of each directory above it, and nothing
+        is created under a file, so one row of a directory's tag tells a file (the row is
+        at the directory's own path) from a directory (a row under it: nothing above is a
+        file) and from nothing (no row: look a level up). Directories this tool has seen
+        hold a file skip that read; then one row of the path's own tag tells "already
+        exists" (a file there, or files under it), and the POST is atomic besides."""
+        ws = loc.workspace
+        assert ws is not None
+        parent = loc.rest.rpartition("/")[0]
+        above = parent
+        while above and (ws, above) not in self.known_dirs:
+            total, rests = yield from self._probe(ws, above)
+            if not total:
+                above = above.rpartition("/")[0]
+                continue
+            if above in rests:
+                return False, above
+            if any(r == loc.rest or r.startswith(loc.rest + "/") for r in rests):
+                return True, None
+            self._remember(ws, above)
+            break
+        if above != parent:  # the parent is a new directory: nothing stands at loc
+            return False, None
+        return (yield from self._is_dir(ws, loc.rest)), None
 
     def _blocked(self, loc: Location) -> Plan[tuple[bool, str | None]]:
         """(whether a file or a directory stands at ``loc``, the file above it or None).
@@ -579,6 +642,7 @@ class MemoryCore:
         return [owner[1] for owner in owners if owner is not None and owner[1]]
 
     def _create_row(self, loc: Location, text: str) -> Plan[Context]:
+        self._forget(loc.workspace or "", loc.rest)
         created = yield from _do(
             _api.create_context(
                 self.context_type,
@@ -600,6 +664,7 @@ class MemoryCore:
                 f"The workspace '{loc.workspace}' no longer exists in ContextQ, so "
                 f"{self.display(loc.workspace or '', loc.rest)} was not written."
             )
+        self._remember(loc.workspace or "", loc.rest.rpartition("/")[0])
         return created
 
     # ----- str_replace and insert -----

@@ -647,3 +647,89 @@ def test_options_that_cannot_work_are_refused() -> None:
         ContextQMemoryTool(key, tag="t" * 80)
     with pytest.raises(TypeError, match=r"httpx2\.AsyncClient"):
         AsyncContextQMemoryTool(key, http_client=httpx2.Client())  # type: ignore[arg-type]
+
+
+# ----- create: the same few one-row reads in a directory of any size -----
+
+
+def _listings(fake: FakeContextQ) -> list[dict[str, list[str]]]:
+    from urllib.parse import parse_qs
+
+    return [
+        parse_qs(e.query) for e in fake.journal if e.method == "GET" and e.path == "/api/contexts"
+    ]
+
+
+def test_a_create_into_a_large_directory_makes_two_requests(
+    fake: FakeContextQ, key: str, acme: str, pinned: ContextQMemoryTool
+) -> None:
+    for i in range(510):  # more than one listing page
+        run(pinned, "create", path=f"/memories/big/{i:03}.md", file_text="x")
+    run(pinned, "create", path="/memories/small/a.md", file_text="x")
+    fake.journal.clear()
+    assert run(pinned, "create", path="/memories/big/new.md", file_text="y") == (
+        "File created successfully at: /memories/big/new.md"
+    )
+    assert len(fake.journal) <= 2, fake.journal.table()
+    first: dict[str, int] = {}
+    for directory in ("big", "small"):
+        unseen = ContextQMemoryTool(key, http_client=fake.client(), workspace=acme)
+        run(unseen, "create", path=f"/memories/{directory}.md", file_text="y")  # knows acme
+        fake.journal.clear()
+        run(unseen, "create", path=f"/memories/{directory}/other.md", file_text="y")
+        first[directory] = len(fake.journal)
+        assert all(q["limit"] == ["1"] for q in _listings(fake)), fake.journal.table()
+        fake.journal.clear()
+        run(unseen, "create", path=f"/memories/{directory}/third.md", file_text="y")
+        assert len(fake.journal) == 2, fake.journal.table()
+    assert first == {"big": 3, "small": 3}  # the directory's size plays no part
+
+
+@pytest.mark.parametrize("unseen", [False, True], ids=["seen-directory", "unseen-directory"])
+def test_refused_creates_keep_the_sdk_texts_and_write_nothing(
+    fake: FakeContextQ,
+    tenant: Tenant,
+    key: str,
+    acme: str,
+    pinned: ContextQMemoryTool,
+    unseen: bool,
+) -> None:
+    run(pinned, "create", path="/memories/d/f.md", file_text="file\n")
+    run(pinned, "create", path="/memories/d/sub/g.md", file_text="g\n")
+    for i in range(20):
+        run(pinned, "create", path=f"/memories/d/{i}.md", file_text="x")
+    tool = ContextQMemoryTool(key, http_client=fake.client(), workspace=acme) if unseen else pinned
+    before = [(c.id, c.external_id, c.content, c.tags) for c in fake.contexts(tenant)]
+    fake.journal.clear()
+    for path in ("/memories/d/f.md", "/memories/d/sub", "/memories/d"):
+        assert fails(tool, "create", path=path, file_text="new") == f"File {path} already exists"
+    for path in ("/memories/d/f.md/x.md", "/memories/d/f.md/deep/er/x.md"):
+        assert fails(tool, "create", path=path, file_text="new") == (
+            f"Cannot create {path}: /memories/d/f.md is a file, not a directory."
+        )
+    assert [e for e in fake.journal if e.method != "GET"] == [], fake.journal.table()
+    assert [(c.id, c.external_id, c.content, c.tags) for c in fake.contexts(tenant)] == before
+
+
+def test_a_directory_the_tool_turned_into_a_file_is_not_created_under(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool, default: ContextQMemoryTool
+) -> None:
+    run(pinned, "create", path="/memories/d/e/a.md", file_text="x")
+    run(pinned, "delete", path="/memories/d")
+    run(pinned, "create", path="/memories/d", file_text="now a file")
+    assert fails(pinned, "create", path="/memories/d/e/b.md", file_text="x") == (
+        "Cannot create /memories/d/e/b.md: /memories/d is a file, not a directory."
+    )
+    run(pinned, "create", path="/memories/r/a.md", file_text="x")
+    run(pinned, "rename", old_path="/memories/r/a.md", new_path="/memories/moved.md")
+    run(pinned, "rename", old_path="/memories/moved.md", new_path="/memories/r")
+    assert fails(pinned, "create", path="/memories/r/b.md", file_text="x") == (
+        "Cannot create /memories/r/b.md: /memories/r is a file, not a directory."
+    )
+    fake.create_workspace(tenant, "beta")  # the same name, a file in another workspace
+    run(default, "create", path="/memories/beta/w", file_text="a file")
+    run(default, "create", path="/memories/acme/w/a.md", file_text="x")
+    assert fails(default, "create", path="/memories/beta/w/b.md", file_text="x") == (
+        "Cannot create /memories/beta/w/b.md: /memories/beta/w is a file, not a directory."
+    )
+    assert not [c for c in fake.contexts(tenant) if (c.external_id or "").endswith("/b.md")]
