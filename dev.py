@@ -54,6 +54,18 @@ def run(*cmd: str) -> int:
     return subprocess.call([str(c) for c in cmd], cwd=ROOT)
 
 
+def hand_over(*cmd: str) -> int:
+    """Become ``cmd`` (exec on POSIX), so the server has this process's PID: a supervisor or
+    ``kill`` that stops ``dev.py`` stops the server, and nothing is left running behind it.
+    Windows has no exec that keeps the PID, so there it runs as a child."""
+    if os.name != "nt":
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.chdir(ROOT)  # where run() would have started it
+        os.execv(cmd[0], list(cmd))
+    return run(*cmd)
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(__doc__)
@@ -64,7 +76,7 @@ def main(argv: list[str]) -> int:
         return 2
     ensure_venv()
     if command == "serve":
-        return run(BIN / "fake-contextq", "serve", *rest)
+        return hand_over(str(BIN / "fake-contextq"), "serve", *rest)
     if command == "demo":
         return run(BIN / "contextq-demo", *rest)
     if command == "test":

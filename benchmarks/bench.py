@@ -12,7 +12,11 @@ on any machine) and, where there is one, a target:
   ``httpx2.Client`` on a ``MockTransport`` that returns a canned response (the floor:
   what httpx itself costs);
 - a fresh ``FakeContextQ()`` with a tenant and a key in under 2 ms;
-- a search over 10,000 contexts in under 20 ms.
+- a search over 10,000 contexts in under 20 ms;
+- served (uvicorn on loopback, one kept-alive connection): each fake's GET and POST, and
+  the scripted model's ``POST /v1/messages``, within 2x the same request to a trivial
+  ASGI app served the same way; 8 concurrent clients get at least half the trivial app's
+  requests per second from the fake.
 
 Timing uses ``time.perf_counter_ns`` with the garbage collector off during the timed
 runs. ``--quick`` runs fewer iterations (a CI smoke run); ``--json PATH`` also writes the
@@ -39,7 +43,7 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -1082,9 +1086,59 @@ def bench_memory_tool(bench: Bench) -> None:
         )
         if requests > most:
             bench.note(f"MISS: adapter {name} made {requests} requests (target <= {most})")
+    _bench_create_by_directory_size(bench, ours, fake, key, it)
     ours.close()
     fake.close()
     tmp.cleanup()
+
+
+def _bench_create_by_directory_size(
+    bench: Bench, ours: Any, fake: FakeContextQ, key: str, it: Iterations
+) -> None:
+    """A create into a 1,000-file directory next to one into a new (empty) directory: its
+    cost must not grow with the directory (same store, so the fake's own work is equal)."""
+    from adapter import ContextQMemoryTool
+
+    def create(path: str) -> object:
+        return ours.call({"command": "create", "path": path, "file_text": "new\n"})
+
+    for i in range(1000):
+        create(f"/memories/big/{i:04}.md")
+    made = itertools.count()
+
+    def into_big() -> object:
+        return create(f"/memories/big/new-{next(made)}.md")
+
+    def into_empty() -> object:
+        return create(f"/memories/empty-{next(made)}/a.md")
+
+    counts: dict[str, int] = {}
+    for name, fn in (("empty", into_empty), ("big", into_big)):
+        before = len(fake.journal)
+        fn()  # one un-timed call, counted
+        counts[name] = len(fake.journal) - before
+    unseen = ContextQMemoryTool(key, http_client=fake.client(), workspace="acme")
+    unseen.call({"command": "create", "path": "/memories/unseen.md", "file_text": "x\n"})
+    before = len(fake.journal)
+    unseen.call({"command": "create", "path": "/memories/big/unseen.md", "file_text": "x\n"})
+    unseen_count = len(fake.journal) - before
+    unseen.close()
+    empty_s, big_s = measure_interleaved([into_empty, into_big], it.n, it.warmup)
+    base = "adapter: create into a new (empty) directory"
+    bench.add(base, empty_s, note=f"{counts['empty']} request(s)")
+    verdict = "PASS" if counts["big"] <= 2 else "MISS"
+    bench.add(
+        "adapter: create into a 1,000-file directory",
+        big_s,
+        baseline=base,
+        target=Target(max_ratio=1.3),
+        note=(
+            f"{counts['big']} request(s), target <= 2: {verdict}; {unseen_count} from a tool "
+            "that has not yet seen the directory"
+        ),
+    )
+    if verdict == "MISS":
+        bench.note(f"MISS: a create into a 1,000-file directory made {counts['big']} requests")
 
 
 @section("plugin load: a one-test pytest session with and without -p contextq_fixtures")
@@ -1125,6 +1179,221 @@ def bench_plugin_load(bench: Bench) -> None:
         note=f"adds {added:+.1f} ms (target <= +100 ms)",
     )
     tmp.cleanup()
+
+
+# ----- served mode: the fakes behind uvicorn on loopback, next to a trivial app -------------
+
+SERVED_FLOOR_BODY = b'{"ok":true,"id":1,"title":"floor"}'
+
+
+async def served_floor_app(
+    scope: MutableMapping[str, Any],
+    receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
+    send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+) -> None:
+    """The served rows' floor: the same uvicorn set-up and socket, no framework, no work."""
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body", False):
+        pass
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(SERVED_FLOOR_BODY)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": SERVED_FLOOR_BODY})
+
+
+def _one_connection(url: str, headers: dict[str, str]) -> httpx2.Client:
+    """A client held to one kept-alive connection, as a test's client mostly is."""
+    limits = httpx2.Limits(max_connections=1, max_keepalive_connections=1)
+    return httpx2.Client(base_url=url, headers=headers, limits=limits)
+
+
+def _moto_s3(stack: contextlib.ExitStack) -> tuple[httpx2.Client, str] | None:
+    """A client and object path on moto_server's S3 when ``moto`` is importable, else None:
+    a familiar served fake to read the rows against (moto is no dependency of this project)."""
+    import importlib
+
+    try:
+        moto_server = importlib.import_module("moto.server")
+    except ImportError:
+        return None
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    stack.callback(server.stop)
+    host, port = server.get_host_and_port()
+    # moto reads the service from the credential scope and checks no signature.
+    auth = (
+        "AWS4-HMAC-SHA256 Credential=bench/20250101/us-east-1/s3/aws4_request, "
+        "SignedHeaders=host, Signature=0"
+    )
+    client = stack.enter_context(_one_connection(f"http://{host}:{port}", {"Authorization": auth}))
+    expect(client.put("/bench-bucket"), 200)
+    expect(client.put("/bench-bucket/notes/plan.md", content=b"x" * 400), 200)
+    return client, "/bench-bucket/notes/plan.md"
+
+
+@section("served mode (fakes behind uvicorn on loopback vs a trivial ASGI app)")
+def bench_served(bench: Bench) -> None:
+    """What a request costs a client in another process: each fake served as tests and the
+    CLIs serve it (``fake_server.ServedApp`` on a thread), one kept-alive connection per
+    client, next to a trivial ASGI app served the same way (the floor: uvicorn, the socket
+    and httpx, and nothing else); and the throughput of 8 concurrent kept-alive clients,
+    sent by ``served_load.py`` from a child process (so the clients do not share the
+    servers' interpreter lock) in plain HTTP/1.1 (so the client is cheaper than the floor)."""
+    import subprocess
+    import tempfile
+
+    from fake_anthropic import ScriptedModel, text
+    from fake_server import ServedApp
+
+    it = bench.iters(full=(600, 60), quick=(120, 15))
+    load = {"clients": 8, "requests": 150, "warmup": 10, "rounds": 5}
+    if bench.quick:
+        load.update(requests=40, rounds=2)
+    stack = contextlib.ExitStack()
+    try:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        floor = stack.enter_context(ServedApp(served_floor_app, name="floor"))
+        floor.start()
+        get_path = by_external_path(external_id(437))
+        body = TextGen(seed=5).context(None)
+        counter = itertools.count()
+        fakes = {
+            "memory": FakeContextQ(),
+            "sqlite": FakeContextQ(database_url=f"sqlite:///{tmp / 'served.db'}"),
+        }
+        clients: dict[str, httpx2.Client] = {}
+        auths: dict[str, dict[str, str]] = {}
+        for kind, fake in fakes.items():
+            stack.callback(fake.close)
+            key = fake.mint_key(fake.create_tenant(plan="unlimited"))
+            with fake.client(key) as local:
+                populate(local, TextGen(seed=5), 1_000)
+            served = stack.enter_context(fake.serve())
+            auths[kind] = {"Authorization": f"Bearer {key}"}
+            clients[kind] = stack.enter_context(_one_connection(served.url, auths[kind]))
+            got = expect(clients[kind].get(get_path), 200).json()
+            if got["externalId"] != external_id(437):
+                raise RuntimeError(f"served {kind} GET returned {got['externalId']!r}")
+        # The floor gets a header of the same size, so the requests are alike byte for byte.
+        floor_client = stack.enter_context(_one_connection(floor.url, auths["memory"]))
+
+        model = ScriptedModel()
+        model.script(*(text("ok") for _ in range(it.n + it.warmup + 1)))
+        served_model = stack.enter_context(model.serve())
+        model_client = stack.enter_context(
+            _one_connection(
+                served_model.url,
+                {"x-api-key": "scripted", "anthropic-version": "2023-06-01"},
+            )
+        )
+        ask = {"model": "m", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+        reply = expect(model_client.post("/v1/messages", json=ask), 200).json()
+        if reply["content"] != [{"type": "text", "text": "ok"}]:
+            raise RuntimeError(f"the served model answered {reply['content']!r}")
+
+        def create(client: httpx2.Client, status: int = 201) -> Callable[[], object]:
+            return lambda: expect(
+                client.post("/api/contexts", json={**body, "externalId": f"s/{next(counter)}"}),
+                status,
+            )
+
+        def get(client: httpx2.Client, path: str = get_path) -> Callable[[], object]:
+            return lambda: expect(client.get(path), 200)
+
+        moto = None
+        try:
+            moto = _moto_s3(stack)
+        except Exception as exc:  # moto is optional and not ours: its row only is lost
+            bench.note(f"moto_server could not be set up ({type(exc).__name__}: {exc})")
+        # The set-up's objects (1,000 contexts each, the SDK, FastAPI's models) move out of
+        # the collector's reach, so the gc.collect() before each timed block is quick.
+        gc.freeze()
+        gets = [get(floor_client), get(clients["memory"]), get(clients["sqlite"])]
+        if moto is not None:
+            gets.append(get(*moto))
+        floor_get, *get_stats = measure_interleaved(gets, it.n, it.warmup)
+        bench.add("floor: served GET", floor_get)
+        for kind, stats in zip(("memory", "sqlite"), get_stats, strict=False):
+            bench.add(
+                f"{kind}: served GET by external id",
+                stats,
+                baseline="floor: served GET",
+                target=Target(max_ratio=2.0),
+            )
+        if moto is not None:
+            bench.add("moto_server: S3 GET object", get_stats[-1], baseline="floor: served GET")
+
+        posts = [
+            create(floor_client, 200),
+            create(clients["memory"]),
+            create(clients["sqlite"]),
+            lambda: expect(model_client.post("/v1/messages", json=ask), 200),
+        ]
+        floor_post, memory_post, sqlite_post, model_post = measure_interleaved(
+            posts, it.n, it.warmup
+        )
+        model.verify()  # every scripted turn played, none overrun
+        bench.add("floor: served POST", floor_post)
+        for name, stats in (
+            ("memory: served POST create", memory_post),
+            ("sqlite: served POST create", sqlite_post),
+            ("scripted model: served POST /v1/messages", model_post),
+        ):
+            bench.add(name, stats, baseline="floor: served POST", target=Target(max_ratio=2.0))
+
+        plan = tmp / "load.json"
+        urls = {"floor": floor.url, **{k: str(c.base_url) for k, c in clients.items()}}
+        targets = [
+            {
+                "url": urls[kind],
+                "path": get_path,
+                "headers": auths["memory" if kind == "floor" else kind],
+            }
+            for kind in ("floor", "memory", "sqlite")
+        ]
+        plan.write_text(json.dumps({**load, "targets": targets}))
+        ran = subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("served_load.py")), str(plan)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if ran.returncode != 0:
+            raise RuntimeError(f"the load process failed:\n{ran.stderr}")
+        result = json.loads(ran.stdout)
+        per_round = [
+            Stats.from_ns([round(s * 1e9 / result["requests"]) for s in seconds])
+            for seconds in result["seconds"]
+        ]
+        clients_n = load["clients"]
+        floor_rps = result["requests"] / statistics.median(result["seconds"][0])
+        base = f"floor: {clients_n} clients, GET (wall ms/request)"
+        bench.add(base, per_round[0], note=f"{floor_rps:,.0f} req/s")
+        for kind, stats, seconds in zip(
+            ("memory", "sqlite"), per_round[1:], result["seconds"][1:], strict=True
+        ):
+            rps = result["requests"] / statistics.median(seconds)
+            bench.add(
+                f"{kind}: {clients_n} clients, GET by external id",
+                stats,
+                baseline=base,
+                # wall time per request <= 2x the floor's is throughput >= 0.5x the floor's
+                target=Target(max_ratio=2.0) if kind == "memory" else None,
+                note=f"{rps:,.0f} req/s, {rps / floor_rps:.2f}x the floor's"
+                + (" (target >= 0.5x)" if kind == "memory" else ""),
+            )
+    finally:
+        gc.unfreeze()
+        stack.close()
+    gc.collect()
 
 
 def fmt_ms(value: float) -> str:

@@ -70,11 +70,19 @@ def start(*args: str, timeout: float = 20.0) -> Served:
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+    return read_banner(process, control="--control" in args, timeout=timeout)
+
+
+def read_banner(
+    process: subprocess.Popen[str], *, control: bool = False, timeout: float = 20.0
+) -> Served:
+    """The banner of a starting ``fake-contextq serve`` (however it was started), read up to
+    its key (and control token); the process is killed if it does not get there."""
     served = Served(process)
     deadline = time.monotonic() + timeout
     assert process.stdout is not None
     while "CONTEXT_API_KEY" not in served.lines or (
-        "--control" in args and "FAKE_CONTEXTQ_CONTROL_TOKEN" not in served.lines
+        control and "FAKE_CONTEXTQ_CONTROL_TOKEN" not in served.lines
     ):
         if time.monotonic() > deadline or process.poll() is not None:
             process.kill()
@@ -90,8 +98,9 @@ def start(*args: str, timeout: float = 20.0) -> Served:
     return served
 
 
-def stop(served: Served) -> tuple[int, str, str]:
-    served.process.send_signal(signal.SIGINT)
+def stop(served: Served, sig: signal.Signals = signal.SIGINT) -> tuple[int, str, str]:
+    """Stop the server with ``sig`` (Ctrl-C's by default): its status, stdout and stderr."""
+    served.process.send_signal(sig)
     out, err = served.process.communicate(timeout=20)
     return served.process.returncode, out, err
 

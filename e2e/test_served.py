@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
 import pytest
 
-from e2e.processes import Served, anthropic_command, cli_command, start, start_model, stop
+from e2e.processes import (
+    Served,
+    anthropic_command,
+    cli_command,
+    read_banner,
+    start,
+    start_model,
+    stop,
+)
 from fake_contextq import FakeContextQ
 
 NOTE = {"type": "reference", "title": "Prefs", "content": "Likes TypeScript."}
@@ -31,6 +42,7 @@ def test_serve_prints_a_ready_key_and_url(server: Served) -> None:
     assert server.url.startswith("http://127.0.0.1:")
     assert any(line.startswith("key (read): sk_live_") for line in server.banner)
     assert any("on the free plan" in line for line in server.banner)
+    assert "workspace 'acme' created" in server.banner
 
 
 def test_the_api_over_real_http(server: Served) -> None:
@@ -163,8 +175,10 @@ def test_a_taken_port_is_one_clear_line() -> None:
             timeout=30,
         )
     assert result.returncode == 1
-    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.stderr == (
+        f"fake-contextq: cannot listen on 127.0.0.1:{port}: Address already in use "
+        "(another server is there? --port 0 picks a free port)\n"
+    )
 
 
 def test_a_bad_scope_is_refused_before_serving() -> None:
@@ -246,6 +260,7 @@ def test_serve_keeps_its_state_across_restarts(tmp_path: Path) -> None:
     db = tmp_path / "fake.db"
     first = start("--db", str(db), "--workspace", "acme")
     assert f"state in {db}" in first.banner[0]
+    assert "workspace 'acme' created" in first.banner
     with httpx2.Client(base_url=first.url, headers={"Authorization": f"Bearer {first.key}"}) as c:
         made = c.post("/api/contexts", json={**NOTE, "externalId": "kept", "workspace": "acme"})
         assert made.status_code == 201
@@ -259,6 +274,8 @@ def test_serve_keeps_its_state_across_restarts(tmp_path: Path) -> None:
             assert got.status_code == 200, got.text
             assert got.json()["workspace"] == "acme"
     assert any("tenant 1 'dev'" in line for line in second.banner)
+    assert "workspace 'acme' exists" in second.banner  # kept in the file, not made again
+    assert not any("created" in line for line in second.banner)
     assert stop(second)[0] == 0
 
 
@@ -301,3 +318,100 @@ def test_a_bad_or_unreachable_database_url_is_one_line(url: str, shown: str, say
     assert bad.stderr.startswith(f"fake-contextq: cannot use the database {shown}: ")
     assert says in bad.stderr
     assert "s3cret" not in bad.stderr
+
+
+# ----- stopping and handing over -----
+
+
+def test_sigterm_stops_serve_as_ctrl_c_does() -> None:
+    served = start("--workspace", "acme")
+    with httpx2.Client(base_url=served.url) as c:
+        assert c.get("/api/contexts", headers={"Authorization": f"Bearer {served.key}"}).is_success
+    code, out, err = stop(served, signal.SIGTERM)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-1] == "fake-contextq stopped"
+
+
+def test_sigterm_makes_fake_anthropic_serve_print_and_verify(tmp_path: Path) -> None:
+    import anthropic
+
+    process, url = start_model(
+        [[{"type": "text", "text": "played"}], [{"type": "text", "text": "never played"}]],
+        tmp_path,
+    )
+    client = anthropic.Anthropic(base_url=url, api_key="anything", max_retries=0)
+    client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=20)
+    assert process.returncode == 1  # verify() ran: a turn was left unplayed
+    assert 'text "played"' in out  # the transcript was printed first
+    assert err.startswith("fake-anthropic serve: ") and "Traceback" not in err
+
+
+def test_a_taken_port_for_the_scripted_model_is_one_clear_line(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text('[[{"type": "text", "text": "hi"}]]')
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        result = subprocess.run(
+            [*anthropic_command(), "serve", str(script), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"fake-anthropic serve: cannot listen on 127.0.0.1:{port}: Address already in use "
+        "(another server is there? --port 0 picks a free port)\n"
+    )
+
+
+def _current_dev_venv() -> Path | None:
+    """``dev.py`` when its ``.venv`` exists and is installed from this ``pyproject.toml``,
+    so ``dev.py serve`` starts at once instead of installing (a test must not do that)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "dev.py"
+    spec = importlib.util.spec_from_file_location("_dev_entry", path)
+    if spec is None or spec.loader is None:
+        return None
+    dev = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dev)
+    stamp: Path = dev.STAMP
+    if not (dev.BIN / "fake-contextq").exists() or not stamp.exists():
+        return None
+    return path if stamp.read_text() == dev._fingerprint() else None
+
+
+@pytest.mark.skipif(os.name == "nt", reason="dev.py serve runs the server as a child on Windows")
+def test_dev_py_serve_hands_over_its_pid_to_the_server() -> None:
+    dev_py = _current_dev_venv()
+    if dev_py is None:
+        pytest.skip("dev.py's .venv is missing or out of date; run python3 dev.py once")
+    process = subprocess.Popen(
+        [sys.executable, str(dev_py), "serve", "--port", "0", "--memory"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        start_new_session=True,  # its own group, so nothing it leaves behind can outlive us
+    )
+    clean = False
+    try:
+        served = read_banner(process)
+        with httpx2.Client(base_url=served.url) as c:
+            auth = {"Authorization": f"Bearer {served.key}"}
+            assert c.get("/api/contexts", headers=auth).is_success
+        code, out, _ = stop(served, signal.SIGTERM)  # the PID dev.py was started as
+        assert code == 0
+        assert out.splitlines()[-1] == "fake-contextq stopped"
+        with pytest.raises(httpx2.ConnectError):  # no server left behind on the port
+            httpx2.get(served.url + "/api/contexts")
+        clean = True
+    finally:
+        if not clean:  # a server orphaned by dev.py is still in the group: end it
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=20)

@@ -4,6 +4,7 @@ test suite in another language (point ``ANTHROPIC_BASE_URL`` at the printed URL)
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from collections.abc import Sequence
 
@@ -38,6 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         from fake_server import bind_socket, run_foreground, url_for
+        from fake_server.served import stop_on_sigterm
     except ModuleNotFoundError as exc:
         print(
             f"fake-anthropic: serving needs {exc.name}; install the 'fake' extra: "
@@ -53,21 +55,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         sock = bind_socket(args.host, args.port)
     except OSError as exc:
-        print(
-            f"fake-anthropic serve: cannot listen on {args.host}:{args.port}: "
-            f"{exc.strerror or exc}",
-            file=sys.stderr,
-        )
+        line = f"fake-anthropic serve: cannot listen on {args.host}:{args.port}: "
+        line += str(exc.strerror or exc)
+        if exc.errno == errno.EADDRINUSE:
+            line += " (another server is there? --port 0 picks a free port)"
+        print(line, file=sys.stderr)
         return 1
     url = url_for(args.host, sock.getsockname()[1])
-    print(
-        f"scripted model with {model.remaining} turn(s) listening on {url} (Ctrl-C stops it)",
-        f"ANTHROPIC_BASE_URL={url}",
-        "ANTHROPIC_API_KEY=scripted",
-        sep="\n",
-        flush=True,
-    )
-    run_foreground(model.app, sock)
+    stop_on_sigterm()  # from here on SIGTERM ends as Ctrl-C does: transcript, then verify
+    try:
+        print(
+            f"scripted model with {model.remaining} turn(s) listening on {url} (Ctrl-C stops it)",
+            f"ANTHROPIC_BASE_URL={url}",
+            "ANTHROPIC_API_KEY=scripted",
+            sep="\n",
+            flush=True,
+        )
+        run_foreground(model.app, sock)
+    except KeyboardInterrupt:
+        sock.close()  # stopped before uvicorn took the signals over
     print(model.transcript(), flush=True)
     try:
         model.verify()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import threading
 import time
@@ -133,8 +134,22 @@ class ServedApp:
         return f"<{type(self).__name__} {self.name} {where}>"
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM (``kill PID``, a supervisor, a test) stop a foreground server the way
+    Ctrl-C does: uvicorn shuts down gracefully on either, then raises the signal again
+    under the handler that was there before it started; with the default one, SIGTERM
+    would kill the process before the command prints its last lines. Main thread only."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
 def run_foreground(app: ASGIApp, sock: socket.socket, log_level: str = "warning") -> None:
-    """Serve ``app`` on the bound ``sock`` until Ctrl-C, then close the socket."""
+    """Serve ``app`` on the bound ``sock`` until Ctrl-C or SIGTERM, then close the socket."""
+    stop_on_sigterm()
     try:
         make_server(app, log_level).run(sockets=[sock])
     except KeyboardInterrupt:

@@ -8,6 +8,7 @@ on import.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Sequence
@@ -128,6 +129,14 @@ def default_db_path() -> Path:
     return Path(base) / "fake-contextq" / "fake-contextq.db"
 
 
+def _cannot_listen(prog: str, host: str, port: int, exc: OSError) -> str:
+    """The one line for a socket that cannot be bound; a busy port says how to get another."""
+    line = f"{prog}: cannot listen on {host}:{port}: {exc.strerror or exc}"
+    if exc.errno == errno.EADDRINUSE:
+        line += " (another server is there? --port 0 picks a free port)"
+    return line
+
+
 def _redacted(url: str) -> str:
     """The URL as it may be printed: no password (and nothing at all if it cannot be parsed,
     since a malformed URL may still hold one)."""
@@ -167,6 +176,7 @@ def serve(args: argparse.Namespace) -> int:
     try:
         from fake_contextq.http.control import new_control_token
         from fake_server import bind_socket, run_foreground, url_for
+        from fake_server.served import stop_on_sigterm
 
         fake, where = _open(args)
     except ModuleNotFoundError as exc:
@@ -182,9 +192,12 @@ def serve(args: argparse.Namespace) -> int:
         if tenant.plan != args.plan:
             tenant = fake.set_plan(tenant, args.plan)
         known = {w.slug for w in fake.workspaces(tenant)}
+        workspaces: dict[str, str] = {}
         for slug in args.workspace:
-            if slug not in known:
-                fake.create_workspace(tenant, slug)
+            if slug not in workspaces:
+                workspaces[slug] = "exists" if slug in known else "created"
+                if slug not in known:
+                    fake.create_workspace(tenant, slug)
     except ApiError as exc:
         print(
             f"fake-contextq: {exc.message} {exc.details.get('issues', '')}".rstrip(),
@@ -199,26 +212,27 @@ def serve(args: argparse.Namespace) -> int:
     try:
         sock = bind_socket(args.host, args.port)
     except OSError as exc:
-        print(
-            f"fake-contextq: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
+        print(_cannot_listen("fake-contextq", args.host, args.port, exc), file=sys.stderr)
         return 1
     url = url_for(args.host, sock.getsockname()[1])
     lines = [
         f"fake-contextq {__version__} listening on {url} ({where}; Ctrl-C stops it)",
         f"tenant {tenant.id} {tenant.name!r} on the {tenant.plan} plan",
+        *(f"workspace {slug!r} {state}" for slug, state in workspaces.items()),
         f"CONTEXT_API_URL={url}",
         f"CONTEXT_API_KEY={admin_key}",
     ]
     lines += [f"key ({', '.join(scopes) or 'no scopes'}): {key}" for scopes, key in extra_keys]
     if token is not None:
         lines.append(f"FAKE_CONTEXTQ_CONTROL_TOKEN={token}")
-    print("\n".join(lines), flush=True)
-
+    stop_on_sigterm()  # from here on SIGTERM ends as Ctrl-C does: the closing line, status 0
     try:
+        print("\n".join(lines), flush=True)
         run_foreground(app, sock, args.log_level)
+    except KeyboardInterrupt:
+        pass  # stopped before uvicorn took the signals over
     finally:
+        sock.close()
         fake.close()
     print("fake-contextq stopped", flush=True)
     return 0
