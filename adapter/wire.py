@@ -79,6 +79,7 @@ class ErrorCode:
     PAYLOAD_TOO_LARGE: Final = "payload_too_large"
     UNSUPPORTED_MEDIA_TYPE: Final = "unsupported_media_type"
     INTERNAL_ERROR: Final = "internal_error"
+    DATABASE_BUSY: Final = "database_busy"
 
 
 # [assumed] error code -> HTTP status. 413/415 are Fastify's own answers, assumed too.
@@ -98,6 +99,8 @@ ERROR_STATUS: Final[Mapping[str, int]] = {
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
     ErrorCode.UNSUPPORTED_MEDIA_TYPE: 415,
     ErrorCode.INTERNAL_ERROR: 500,
+    # [assumed] a lock of the database not free in time: retry later (a 5xx, so clients do)
+    ErrorCode.DATABASE_BUSY: 503,
 }
 
 # [assumed] an unknown route, and a known path with another method, answer 404 (Fastify does).

@@ -25,6 +25,7 @@ LLM_UNAVAILABLE = ErrorCode.LLM_UNAVAILABLE
 PAYLOAD_TOO_LARGE = ErrorCode.PAYLOAD_TOO_LARGE
 UNSUPPORTED_MEDIA_TYPE = ErrorCode.UNSUPPORTED_MEDIA_TYPE
 INTERNAL_ERROR = ErrorCode.INTERNAL_ERROR
+DATABASE_BUSY = ErrorCode.DATABASE_BUSY
 INJECTED_FAULT = "injected_fault"  # the fake's own: an answer a test injected
 
 _KEY_SHAPE = f"{AUTH_SCHEME} {KEY_PREFIX}<40 hex>"
@@ -120,3 +121,15 @@ NO_WORKSPACE_MSG = (
 LLM_UNAVAILABLE_MSG = "No LLM provider is configured on this server, so no handoff can be written."
 LLM_EMPTY_MSG = "The LLM provider returned no handoff text."
 LLM_FAILED_MSG = "The LLM provider failed ({error}); no handoff was written."
+
+# 503 database_busy: a database store's lock not free in time (the ``lock`` detail names it)
+DATABASE_BUSY_MSG = (
+    "Gave up after {seconds:g}s waiting for {lock}, which another transaction holds; "
+    "nothing was written. Retry later."
+)
+PG_WRITE_LOCK = (
+    "the write lock of this fake (Postgres advisory lock {key} of schema {schema!r} "
+    "in database {database!r})"
+)
+PG_TABLE_LOCK = "a row or table lock in schema {schema!r} of database {database!r}"
+SQLITE_LOCK = "the write lock of the SQLite database {path!r}"

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import sqlite3
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +19,15 @@ import pytest
 import sqlalchemy as sa
 
 from adapter import wire
-from fake_contextq import FakeContextQ, Tenant
+from fake_contextq import FakeContextQ, Tenant, _msgs
+from fake_contextq.http.control import new_control_token
 from fake_contextq.stores import schema as s
-from fake_contextq.stores.sql import SchemaVersionError, SqlStore, database_url
+from fake_contextq.stores.sql import (
+    SchemaVersionError,
+    SqlStore,
+    advisory_lock_key,
+    database_url,
+)
 from tests.helpers import context_body, fill, ok
 from tests.stores import postgres_schema
 
@@ -315,3 +324,182 @@ def test_search_sees_writes_made_through_another_store_on_the_same_database(
     assert titles(client, "deploy") == ["gamma deploy"]
     assert titles(client, "release") == ["alpha release"]
     assert titles(client, "beta") == []
+
+
+# ----- locks: one per schema, bounded waits, and never on the event loop -------------------
+
+
+def _wait_for_lock_waiter(url: str, lock_key: int | None) -> None:
+    """Return once some session waits for the advisory lock ``lock_key`` (bounded)."""
+    engine = sa.create_engine(database_url(url))
+    query = sa.text(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE wait_event = 'advisory' AND position(:lock in query) > 0"
+    )
+    try:
+        for _ in range(1500):
+            with engine.connect() as conn:
+                if conn.execute(query, {"lock": f"pg_advisory_xact_lock({lock_key})"}).scalar():
+                    return
+            time.sleep(0.02)
+        raise AssertionError(f"nothing came to wait for advisory lock {lock_key}")
+    finally:
+        engine.dispose()
+
+
+def test_a_held_write_lock_stops_only_fakes_on_its_schema_and_they_answer_503() -> None:
+    """A transaction left open by one fake (a stalled process) holds its schema's lock:
+    a fake on another schema writes on; one on the same schema gets a 503 naming the lock
+    after its ``lock_timeout``, writes nothing, and writes once the lock is free."""
+    with postgres_schema() as url_a, postgres_schema() as url_b:
+        holder = SqlStore(url_a)
+        same = SqlStore(url_a, lock_timeout=0.3)
+        other = SqlStore(url_b, lock_timeout=0.3)  # waiting for holder's lock would 503
+        try:
+            assert holder.schema != other.schema
+            assert holder.lock_key == same.lock_key != other.lock_key
+            with FakeContextQ(store=same) as on_a, FakeContextQ(store=other) as on_b:
+                tenant_a = on_a.create_tenant()
+                key_a = on_a.mint_key(tenant_a, wire.SCOPES)
+                key_b = on_b.mint_key(on_b.create_tenant(), wire.SCOPES)
+                with on_a.client(key_a) as a, on_b.client(key_b) as b:
+                    first = ok(a.post("/api/contexts", json=context_body()), 201)
+                    with holder.transaction():
+                        holder.last_audit_hash()  # the first statement takes the lock
+                        ok(b.post("/api/contexts", json=context_body()), 201)
+                        ok(b.post("/api/agent/sessions", json={}), 201)
+                        refused = a.post("/api/contexts", json=context_body(title="lost"))
+                        assert ok(a.get(f"/api/contexts/{first['id']}")) == first  # no lock
+                    body = refused.json()
+                    assert refused.status_code == 503, body
+                    assert body["error"] == "database_busy"
+                    assert body["lock"] == _msgs.PG_WRITE_LOCK.format(
+                        key=holder.lock_key, schema=holder.schema, database=holder.database
+                    )
+                    assert f"advisory lock {holder.lock_key}" in body["message"]
+                    assert "0.3s" in body["message"]
+                    later = ok(a.post("/api/contexts", json=context_body()), 201)
+                assert [c.id for c in on_a.contexts(tenant_a)] == [first["id"], later["id"]]
+                assert on_a.verify_audit_chain() == 2
+        finally:
+            for store in (holder, same, other):
+                store.close()
+
+
+def test_health_and_reads_answer_while_a_write_waits_for_the_lock() -> None:
+    """A served fake runs database work off its event loop: while one request waits for
+    the lock, the health route and another tenant's read still answer."""
+    with postgres_schema() as url:
+        holder = SqlStore(url)
+        store = SqlStore(url, lock_timeout=120)
+        pool = ThreadPoolExecutor(1)
+        try:
+            with FakeContextQ(store=store) as fake:
+                key = fake.mint_key(fake.create_tenant(), wire.SCOPES)
+                other_key = fake.mint_key(fake.create_tenant(), wire.SCOPES)
+                with fake.client(other_key) as c:
+                    theirs = ok(c.post("/api/contexts", json=context_body()), 201)
+                token = new_control_token()
+                with (
+                    fake.serve(control_token=token) as served,
+                    httpx2.Client(base_url=served.url, timeout=60) as http,
+                    httpx2.Client(base_url=served.url, timeout=150) as writer,
+                ):
+                    writer.headers["Authorization"] = wire.authorization(key)
+                    http.headers["Authorization"] = wire.authorization(other_key)
+                    with holder.transaction():
+                        holder.last_audit_hash()
+                        stalled = pool.submit(writer.post, "/api/contexts", json=context_body())
+                        _wait_for_lock_waiter(url, holder.lock_key)
+                        assert http.get("/_fake/health").json() == {"ok": True}
+                        assert ok(http.get(f"/api/contexts/{theirs['id']}")) == theirs
+                        assert not stalled.done()
+                    ok(stalled.result(timeout=150), 201)  # the lock is free: it goes through
+        finally:
+            pool.shutdown()
+            holder.close()
+            store.close()
+
+
+def test_a_held_sqlite_write_lock_answers_503_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "fake.db"
+    store = SqlStore(f"sqlite:///{path}", busy_timeout=0.2)
+    try:
+        with FakeContextQ(store=store) as fake:
+            key = fake.mint_key(fake.create_tenant(), wire.SCOPES)
+            stalled = sqlite3.connect(path, isolation_level=None)
+            try:
+                stalled.execute("BEGIN IMMEDIATE")
+                with fake.client(key) as c:
+                    refused = c.post("/api/contexts", json=context_body())
+                stalled.execute("ROLLBACK")
+            finally:
+                stalled.close()
+            body = refused.json()
+            assert refused.status_code == 503, body
+            assert body["lock"] == _msgs.SQLITE_LOCK.format(path=str(path))
+            with fake.client(key) as c:
+                ok(c.post("/api/contexts", json=context_body()), 201)
+    finally:
+        store.close()
+
+
+def test_each_schema_has_its_own_lock_and_a_missing_schema_is_refused() -> None:
+    with postgres_schema() as url:
+        store = SqlStore(url)
+        try:
+            assert store.database is not None and store.schema is not None
+            assert store.lock_key == advisory_lock_key(store.database, store.schema)
+            assert advisory_lock_key(store.database, "elsewhere") != store.lock_key
+        finally:
+            store.close()
+        missing = sa.make_url(url).update_query_dict({"options": "-csearch_path=no_such_schema"})
+        with pytest.raises(ValueError, match=r"no schema on the search_path \(no_such_schema\)"):
+            SqlStore(missing)
+
+
+def test_a_postgres_connection_lost_under_the_fake_is_replaced() -> None:
+    """The Postgres path talks to libpq directly: a connection the server dropped costs
+    the requests that find it, and the next ones get fresh connections."""
+    with postgres_schema() as url:
+        store = SqlStore(url)
+        admin = sa.create_engine(database_url(url))
+        try:
+            with FakeContextQ(store=store) as fake:
+                key = fake.mint_key(fake.create_tenant(), wire.SCOPES)
+                with fake.client(key) as c:
+                    ok(c.post("/api/contexts", json=context_body()), 201)
+                    pids: list[int] = []
+                    with store.read():
+                        pids += store._pg.fetch_sql("SELECT pg_backend_pid()")[0]
+                    with store.transaction():
+                        pids += store._pg.fetch_sql("SELECT pg_backend_pid()")[0]
+                    with admin.begin() as conn:
+                        for pid in pids:
+                            conn.execute(sa.select(sa.func.pg_terminate_backend(pid)))
+                    statuses = [c.post("/api/contexts", json=context_body()).status_code]
+                    statuses += [c.post("/api/contexts", json=context_body()).status_code]
+                    statuses += [c.post("/api/contexts", json=context_body()).status_code]
+                    assert statuses[-1] == 201, statuses
+                    assert ok(c.get("/api/contexts"))["total"] == 1 + statuses.count(201)
+                assert fake.verify_audit_chain() == 1 + statuses.count(201)
+        finally:
+            admin.dispose()
+            store.close()
+
+
+def test_nul_characters_round_trip_as_in_memory(client: httpx2.Client) -> None:
+    """Postgres text cannot hold NUL; the fake stores such a value escaped (as it does a
+    lone surrogate), so it answers as the memory store does, lookups included."""
+    made = ok(
+        client.post(
+            "/api/contexts",
+            json=context_body(title="a\0b", content="x'\0); --", externalId="id\0nul"),
+        ),
+        201,
+    )
+    assert (made["title"], made["content"]) == ("a\0b", "x'\0); --")
+    assert ok(client.get(f"/api/contexts/{made['id']}")) == made
+    assert ok(client.get("/api/contexts/by-external/id%00nul")) == made
+    hits = ok(client.post("/api/search", json={"query": "a"}))["results"]
+    assert [h["context"]["id"] for h in hits] == [made["id"]]

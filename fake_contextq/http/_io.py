@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import threading
+import weakref
 from collections.abc import Awaitable, Callable, MutableMapping
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,8 +17,10 @@ from adapter import wire
 from fake_contextq import _msgs
 from fake_contextq.domain.backend import ContextQBackend
 from fake_contextq.domain.errors import ApiError
+from fake_contextq.domain.store import Store
 from fake_contextq.http.faults import Faults
 from fake_contextq.http.journal import Journal
+from fake_contextq.stores.memory import MemoryStore
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -37,22 +42,42 @@ def error_response(exc: ApiError) -> Response:
     return json_response(exc.status, exc.body())
 
 
-async def read_body(request: Request) -> bytes:
-    """The raw body, refusing oversized and non-JSON bodies the way Fastify does."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > wire.MAX_BODY_BYTES:
-        raise _too_large(int(declared))
-    body = await request.body()
-    if len(body) > wire.MAX_BODY_BYTES:
-        raise _too_large(len(body))
-    if body:
-        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if media != wire.JSON_MEDIA_TYPE:
+@dataclass(frozen=True, slots=True)
+class ReceivedBody:
+    """A request body as received, checked later: a route authenticates first, so a bad
+    key is a 401 even when the body is also too large or not JSON."""
+
+    data: bytes
+    media: str
+    declared_too_large: int | None = None  # a declared length over the limit: not read
+
+    def checked(self) -> bytes:
+        """The raw body, refusing oversized and non-JSON bodies the way Fastify does."""
+        if self.declared_too_large is not None:
+            raise _too_large(self.declared_too_large)
+        body = self.data
+        if len(body) > wire.MAX_BODY_BYTES:
+            raise _too_large(len(body))
+        if body and self.media != wire.JSON_MEDIA_TYPE:
             raise ApiError(
                 _msgs.UNSUPPORTED_MEDIA_TYPE,
-                _msgs.UNSUPPORTED_MEDIA_TYPE_MSG.format(content_type=media),
+                _msgs.UNSUPPORTED_MEDIA_TYPE_MSG.format(content_type=self.media),
             )
-    return body
+        return body
+
+
+async def receive_body(request: Request) -> ReceivedBody:
+    """The body, not read when its declared length is already over the limit."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > wire.MAX_BODY_BYTES:
+        return ReceivedBody(b"", media, int(declared))
+    return ReceivedBody(await request.body(), media)
+
+
+async def read_body(request: Request) -> bytes:
+    """The raw body, refusing oversized and non-JSON bodies the way Fastify does."""
+    return (await receive_body(request)).checked()
 
 
 def _too_large(size: int) -> ApiError:
@@ -70,6 +95,8 @@ class Binding:
     journal: Journal
     faults: Faults
     control_token: str | None = None
+    #: where the model runs, off the event loop (None: on it, for the in-memory store)
+    executor: Executor | None = None
 
     def reset(self) -> None:
         """Forget every tenant, key, row, journal entry and fault."""
@@ -79,6 +106,29 @@ class Binding:
 
 
 SCOPE_KEY = "fake_contextq.binding"
+
+#: Threads a store's database work runs on (each keeps its own connections), per store.
+DATABASE_THREADS = 8
+_executors: weakref.WeakKeyDictionary[Store, ThreadPoolExecutor] = weakref.WeakKeyDictionary()
+_executors_lock = threading.Lock()
+
+
+def store_executor(store: Store) -> Executor | None:
+    """The threads the model runs on for ``store``, so a request waiting on the database
+    never holds up the event loop (other requests, ``/_fake/health``); None for the
+    in-memory store, which never waits and is faster called in place.
+
+    One pool per store, shared by every app on it, with threads that stay: the store
+    keeps a connection per thread, so threads that came and went would leave
+    connections behind. The pool goes when the store does."""
+    if isinstance(store, MemoryStore):
+        return None
+    with _executors_lock:
+        executor = _executors.get(store)
+        if executor is None:
+            executor = ThreadPoolExecutor(DATABASE_THREADS, thread_name_prefix="fake-contextq-db")
+            _executors[store] = executor
+        return executor
 
 
 def binding(request: Request) -> Binding:

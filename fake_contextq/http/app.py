@@ -2,6 +2,8 @@
 
 Routes hold no rules. Each one authenticates, hands the raw input to the model, and
 renders what comes back through ``domain.render``; errors become ContextQ's error bodies.
+On a database store that work runs on the store's threads (``run_model``), so a request
+waiting on the database leaves the event loop free for every other request.
 Paths, methods and success statuses come from the contract's route table (``wire.Routes``).
 A pure-ASGI middleware around everything records the journal and plays faults.
 """
@@ -40,13 +42,16 @@ from fake_contextq.http._io import (
     binding,
     error_response,
     json_response,
-    read_body,
+    receive_body,
+    store_executor,
 )
 from fake_contextq.http.control import mount_control
 from fake_contextq.http.faults import ConnectionDropped, Faults
 from fake_contextq.http.journal import Journal, JournalEntry
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
+R = TypeVar("R")
+T = TypeVar("T")
 
 CONTROL_PREFIX = "/_fake/"
 BY_EXTERNAL_PREFIX = wire.Routes.GET_CONTEXT_BY_EXTERNAL.template.partition("{")[0]
@@ -104,7 +109,45 @@ def create_app(
     fresh fake costs microseconds, not a FastAPI build.
     """
     api = _routes(control=control_token is not None)
-    return Observed(api, Binding(backend, journal, faults, control_token))
+    bound = Binding(backend, journal, faults, control_token, store_executor(backend.store))
+    return Observed(api, bound)
+
+
+async def run_model(
+    request: Request,
+    work: Callable[[r.Principal, ContextQBackend], R],
+    show: Callable[[R], T],
+    *,
+    lone_read: bool = False,
+) -> T:
+    """Authenticate the caller and ``work(principal, backend)``, both in one store
+    transaction unless the operation is a ``lone_read`` (which takes no lock); then
+    ``show`` the result, once the transaction has ended.
+
+    On the store's threads when it has them (a database store) and the loop serves
+    anything else; in place for the in-memory store, and for a request alone on its loop
+    (the sync in-process client's own loop), which nothing else waits on: the thread hop
+    would be pure cost."""
+    bound = binding(request)
+    backend, executor = bound.backend, bound.executor
+    authorization = request.headers.get("authorization")
+    state = request.state
+
+    def call() -> R:
+        p = backend.authenticate(authorization)
+        state.tenant_id = p.tenant_id
+        return work(p, backend)
+
+    def run() -> T:
+        if lone_read:
+            return show(call())
+        with backend.request_transaction():
+            result = call()
+        return show(result)
+
+    if executor is None or len(asyncio.all_tasks()) == 1:
+        return run()
+    return await asyncio.get_running_loop().run_in_executor(executor, run)
 
 
 @functools.cache
@@ -117,12 +160,6 @@ def _routes(*, control: bool) -> FastAPI:
         redirect_slashes=False,  # Fastify does not redirect '/x/' to '/x': it is a 404
         redoc_url=None,
     )
-
-    def principal(request: Request) -> tuple[r.Principal, ContextQBackend]:
-        backend = binding(request).backend
-        p = backend.authenticate(request.headers.get("authorization"))
-        request.state.tenant_id = p.tenant_id
-        return p, backend
 
     @api.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> Response:
@@ -179,10 +216,11 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(201, oa.CONTEXT, 400, 402, 403, 409),
     )
     async def create_context(request: Request) -> Response:
-        p, backend = principal(request)
-        return json_response(
-            201, render.context_json(backend.create_context(p, await read_body(request)))
+        body = await receive_body(request)
+        made = await run_model(
+            request, lambda p, b: b.create_context(p, body.checked()), render.context_json
         )
+        return json_response(201, made)
 
     @route(
         api,
@@ -198,8 +236,9 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.PAGE, 400, 403),
     )
     async def list_contexts(request: Request) -> Response:
-        p, backend = principal(request)
-        return json_response(200, render.page_json(backend.list_contexts(p, request.query_params)))
+        params = request.query_params
+        page = await run_model(request, lambda p, b: b.list_contexts(p, params), render.page_json)
+        return json_response(200, page)
 
     @route(
         api,
@@ -209,10 +248,11 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.BULK_RESULT, 400, 402, 403),
     )
     async def bulk_upsert(request: Request) -> Response:
-        p, backend = principal(request)
-        return json_response(
-            200, render.bulk_json(backend.bulk_upsert(p, await read_body(request)))
+        body = await receive_body(request)
+        done = await run_model(
+            request, lambda p, b: b.bulk_upsert(p, body.checked()), render.bulk_json
         )
+        return json_response(200, done)
 
     @route(
         api,
@@ -222,11 +262,13 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.CONTEXT, 400, 403, 404),
     )
     async def get_by_external(request: Request) -> Response:
-        p, backend = principal(request)
-        return json_response(
-            200,
-            render.context_json(backend.get_context_by_external(p, external_id_from(request))),
+        found = await run_model(
+            request,
+            lambda p, b: b.get_context_by_external(p, external_id_from(request)),
+            render.context_json,
+            lone_read=True,
         )
+        return json_response(200, found)
 
     @route(
         api,
@@ -237,8 +279,10 @@ def _routes(*, control: bool) -> FastAPI:
     )
     async def get_context(request: Request) -> Response:
         context_id = request.path_params["context_id"]
-        p, backend = principal(request)
-        return json_response(200, render.context_json(backend.get_context(p, context_id)))
+        found = await run_model(
+            request, lambda p, b: b.get_context(p, context_id), render.context_json, lone_read=True
+        )
+        return json_response(200, found)
 
     @route(
         api,
@@ -249,11 +293,14 @@ def _routes(*, control: bool) -> FastAPI:
     )
     async def update_context(request: Request) -> Response:
         context_id = request.path_params["context_id"]
-        p, backend = principal(request)
-        return json_response(
-            200,
-            render.context_json(backend.update_context(p, context_id, await read_body(request))),
+        body = await receive_body(request)
+
+        changed = await run_model(
+            request,
+            lambda p, b: b.update_context(p, context_id, body.checked()),
+            render.context_json,
         )
+        return json_response(200, changed)
 
     @route(
         api,
@@ -264,8 +311,7 @@ def _routes(*, control: bool) -> FastAPI:
     )
     async def delete_context(request: Request) -> Response:
         context_id = request.path_params["context_id"]
-        p, backend = principal(request)
-        backend.delete_context(p, context_id)
+        await run_model(request, lambda p, b: b.delete_context(p, context_id), _nothing)
         return Response(status_code=204)
 
     # ----- workspaces -----
@@ -277,8 +323,8 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.WORKSPACES, 403),
     )
     async def list_workspaces(request: Request) -> Response:
-        p, backend = principal(request)
-        return json_response(200, render.workspaces_json(backend.list_workspaces(p)))
+        found = await run_model(request, lambda p, b: b.list_workspaces(p), render.workspaces_json)
+        return json_response(200, found)
 
     @route(
         api,
@@ -288,10 +334,12 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(201, oa.WORKSPACE, 400, 403, 409),
     )
     async def create_workspace(request: Request) -> Response:
-        p, backend = principal(request)
-        return json_response(
-            201, render.workspace_json(backend.create_workspace(p, await read_body(request)))
+        body = await receive_body(request)
+
+        made = await run_model(
+            request, lambda p, b: b.create_workspace(p, body.checked()), render.workspace_json
         )
+        return json_response(201, made)
 
     @route(
         api,
@@ -302,8 +350,10 @@ def _routes(*, control: bool) -> FastAPI:
     )
     async def archive_workspace(request: Request) -> Response:
         slug = request.path_params["slug"]
-        p, backend = principal(request)
-        return json_response(200, render.workspace_json(backend.archive_workspace(p, slug)))
+        archived = await run_model(
+            request, lambda p, b: b.archive_workspace(p, slug), render.workspace_json
+        )
+        return json_response(200, archived)
 
     @route(
         api,
@@ -314,8 +364,7 @@ def _routes(*, control: bool) -> FastAPI:
     )
     async def delete_workspace(request: Request) -> Response:
         slug = request.path_params["slug"]
-        p, backend = principal(request)
-        backend.delete_workspace(p, slug)
+        await run_model(request, lambda p, b: b.delete_workspace(p, slug), _nothing)
         return Response(status_code=204)
 
     # ----- search -----
@@ -328,8 +377,11 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.SEARCH_RESULT, 400, 403),
     )
     async def search(request: Request) -> Response:
-        p, backend = principal(request)
-        return json_response(200, render.search_json(backend.search(p, await read_body(request))))
+        body = await receive_body(request)
+        hits = await run_model(
+            request, lambda p, b: b.search(p, body.checked()), render.search_json
+        )
+        return json_response(200, hits)
 
     # ----- Agent Memory Layer -----
 
@@ -341,9 +393,12 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(201, oa.SESSION, 400, 403, 404),
     )
     async def start_session(request: Request) -> Response:
-        p, backend = principal(request)
-        session = backend.agent.start_session(p, await read_body(request))
-        return json_response(201, render.session_json(session))
+        body = await receive_body(request)
+
+        session = await run_model(
+            request, lambda p, b: b.agent.start_session(p, body.checked()), render.session_json
+        )
+        return json_response(201, session)
 
     @route(
         api,
@@ -353,9 +408,11 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.SESSION, 400, 403, 404),
     )
     async def get_session(request: Request) -> Response:
-        p, backend = principal(request)
-        session = backend.agent.get_session(p, request.path_params["session_id"])
-        return json_response(200, render.session_json(session))
+        session_id = request.path_params["session_id"]
+        session = await run_model(
+            request, lambda p, b: b.agent.get_session(p, session_id), render.session_json
+        )
+        return json_response(200, session)
 
     @route(
         api,
@@ -365,11 +422,15 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.SESSION, 400, 403, 404),
     )
     async def end_session(request: Request) -> Response:
-        p, backend = principal(request)
-        session = backend.agent.end_session(
-            p, request.path_params["session_id"], await read_body(request)
+        session_id = request.path_params["session_id"]
+        body = await receive_body(request)
+
+        session = await run_model(
+            request,
+            lambda p, b: b.agent.end_session(p, session_id, body.checked()),
+            render.session_json,
         )
-        return json_response(200, render.session_json(session))
+        return json_response(200, session)
 
     @route(
         api,
@@ -379,11 +440,15 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(201, oa.CHECKPOINT, 400, 403, 404, 409),
     )
     async def checkpoint(request: Request) -> Response:
-        p, backend = principal(request)
-        cp = backend.agent.checkpoint(
-            p, request.path_params["session_id"], await read_body(request)
+        session_id = request.path_params["session_id"]
+        body = await receive_body(request)
+
+        cp = await run_model(
+            request,
+            lambda p, b: b.agent.checkpoint(p, session_id, body.checked()),
+            render.checkpoint_json,
         )
-        return json_response(201, render.checkpoint_json(cp))
+        return json_response(201, cp)
 
     @route(
         api,
@@ -393,9 +458,11 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.RESUME, 400, 403, 404),
     )
     async def resume(request: Request) -> Response:
-        p, backend = principal(request)
-        found = backend.agent.resume(p, request.path_params["session_id"])
-        return json_response(200, render.resume_json(found))
+        session_id = request.path_params["session_id"]
+        found = await run_model(
+            request, lambda p, b: b.agent.resume(p, session_id), render.resume_json
+        )
+        return json_response(200, found)
 
     @route(
         api,
@@ -405,9 +472,13 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.TASKS, 400, 403, 404),
     )
     async def list_tasks(request: Request) -> Response:
-        p, backend = principal(request)
-        tasks = backend.agent.list_tasks(p, request.path_params["session_id"])
-        return json_response(200, {"items": [render.task_json(t) for t in tasks]})
+        session_id = request.path_params["session_id"]
+
+        def show(tasks: list[r.AgentTask]) -> dict[str, Any]:
+            return {"items": [render.task_json(t) for t in tasks]}
+
+        listed = await run_model(request, lambda p, b: b.agent.list_tasks(p, session_id), show)
+        return json_response(200, listed)
 
     @route(
         api,
@@ -417,9 +488,15 @@ def _routes(*, control: bool) -> FastAPI:
         responses={**oa.responses(201, oa.TASK, 400, 403, 404, 422), **oa.responses(200, oa.TASK)},
     )
     async def upsert_task(request: Request) -> Response:
-        p, backend = principal(request)
-        task, created = backend.agent.upsert_task(p, await read_body(request))
-        return json_response(201 if created else 200, render.task_json(task))
+        body = await receive_body(request)
+
+        def show(done: tuple[r.AgentTask, bool]) -> tuple[dict[str, Any], bool]:
+            return render.task_json(done[0]), done[1]
+
+        task, created = await run_model(
+            request, lambda p, b: b.agent.upsert_task(p, body.checked()), show
+        )
+        return json_response(201 if created else 200, task)
 
     @route(
         api,
@@ -429,9 +506,13 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.TASK, 400, 403, 404, 422),
     )
     async def tick_task(request: Request) -> Response:
-        p, backend = principal(request)
-        task = backend.agent.tick_task(p, request.path_params["task_id"], await read_body(request))
-        return json_response(200, render.task_json(task))
+        task_id = request.path_params["task_id"]
+        body = await receive_body(request)
+
+        task = await run_model(
+            request, lambda p, b: b.agent.tick_task(p, task_id, body.checked()), render.task_json
+        )
+        return json_response(200, task)
 
     @route(
         api,
@@ -441,9 +522,12 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(201, oa.LESSON, 400, 403, 404),
     )
     async def add_lesson(request: Request) -> Response:
-        p, backend = principal(request)
-        lesson = backend.agent.add_lesson(p, await read_body(request))
-        return json_response(201, render.lesson_json(lesson))
+        body = await receive_body(request)
+
+        lesson = await run_model(
+            request, lambda p, b: b.agent.add_lesson(p, body.checked()), render.lesson_json
+        )
+        return json_response(201, lesson)
 
     @route(
         api,
@@ -453,9 +537,12 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(201, oa.HANDOFF, 400, 403, 404, 503),
     )
     async def handoff(request: Request) -> Response:
-        p, backend = principal(request)
-        written = backend.agent.handoff(p, await read_body(request))
-        return json_response(201, render.handoff_json(written))
+        body = await receive_body(request)
+
+        written = await run_model(
+            request, lambda p, b: b.agent.handoff(p, body.checked()), render.handoff_json
+        )
+        return json_response(201, written)
 
     @route(
         api,
@@ -465,9 +552,12 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.BOOT, 400, 403),
     )
     async def boot(request: Request) -> Response:
-        p, backend = principal(request)
-        pack = backend.agent.boot(p, await read_body(request))
-        return json_response(200, render.boot_json(pack))
+        body = await receive_body(request)
+
+        pack = await run_model(
+            request, lambda p, b: b.agent.boot(p, body.checked()), render.boot_json
+        )
+        return json_response(200, pack)
 
     if control:
         mount_control(api)
@@ -552,6 +642,10 @@ class Observed:
             await self.app(scope, receive, observe)
         finally:
             record()
+
+
+def _nothing(_: object) -> None:
+    return None
 
 
 async def _drop_connection(send: Send) -> None:

@@ -60,15 +60,20 @@ class Timestamp(TypeDecorator[datetime]):
 
 class SafeText(TypeDecorator[str]):
     """Text that also round-trips lone surrogates, which JSON requests may carry but no
-    UTF-8 database accepts: such a value (or one that starts with the marker) is stored as
-    the marker followed by its ASCII JSON encoding. Everything else is stored unchanged, so
-    equality lookups (``external_id``) still work, through the same encoding."""
+    UTF-8 database accepts, and on PostgreSQL NUL characters, which its text cannot hold:
+    such a value (or one that starts with the marker) is stored as the marker followed by
+    its ASCII JSON encoding. Everything else is stored unchanged, so equality lookups
+    (``external_id``) still work, through the same encoding."""
 
     impl = sa.Text
     cache_ok = True
 
-    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:  # noqa: ARG002
-        if value is None or value.isascii():
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        if value is None:
+            return value
+        if "\0" in value and dialect.name == "postgresql":
+            return ESCAPED_TEXT_MARKER + json.dumps(value)
+        if value.isascii():
             return value
         if not value.startswith(ESCAPED_TEXT_MARKER):
             try:

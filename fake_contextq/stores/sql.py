@@ -3,10 +3,24 @@
 Same meaning as ``MemoryStore``, method by method; the model keeps every rule. A
 ``transaction()`` is one database transaction: ``BEGIN IMMEDIATE`` on SQLite, so writers
 (and readers) serialise across processes on one file as ``MemoryStore``'s lock
-serialises threads, and a transaction-scoped advisory lock on PostgreSQL for the same
-effect. The store methods use the connection of the current thread's transaction;
-nested ``transaction()`` calls join it. An exception leaving the outermost block rolls
-everything back (``MemoryStore`` has no rollback; the model validates before writing).
+serialises threads, and on PostgreSQL a transaction-scoped advisory lock whose key is
+derived from the database and schema, so fakes on other schemas never wait for it. A
+lock not free within ``lock_timeout`` seconds (``busy_timeout`` on SQLite) answers 503
+``database_busy`` naming it, instead of a hang. The store methods use the connection of
+the current thread's transaction; nested ``transaction()`` calls join it. An exception
+leaving the outermost block rolls everything back (``MemoryStore`` has no rollback; the
+model validates before writing).
+
+On PostgreSQL a request costs round trips, so statements go out through ``_pg``:
+prepared once per connection, their arguments bound on the client, and ``BEGIN``, the
+lock and every write held back and sent with the next statement whose result is needed,
+or with ``COMMIT``. A lone read (``read()``) runs in autocommit: one round trip. Reads the
+model always follows with another carry it along: an id drawn for a new context, session,
+checkpoint, task, lesson or handoff comes with the audit chain's head and the audit row's
+id, which the request asks for last (``next_id``). Writes commit with
+``synchronous_commit`` off unless ``durable=True``: a crash of the Postgres server may
+lose the last moments of acknowledged writes (whole transactions, never part of one), as
+SQLite's ``synchronous=NORMAL`` does on power loss.
 
 Lists and searches read a per-tenant cache of contexts that each store keeps in memory
 and brings up to date from the rows written since (``contexts.revision`` against
@@ -28,17 +42,22 @@ any service on Postgres; everything else such a request wrote is rolled back.
 from __future__ import annotations
 
 import functools
+import hashlib
+import itertools
+import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 
+from fake_contextq import _msgs
+from fake_contextq.domain.errors import ApiError
 from fake_contextq.domain.records import (
     AgentSession,
     AgentTask,
@@ -57,12 +76,18 @@ from fake_contextq.stores import schema as s
 from fake_contextq.stores._rows import RowMap
 from fake_contextq.stores.memory import list_page
 
+if TYPE_CHECKING:  # psycopg is imported only when a Postgres store is made
+    from fake_contextq.stores._pg import PgBatch, PgStatement
+
 #: An execution option marking a connection of ``read()``: no ``BEGIN IMMEDIATE``.
 _READ_ONLY = "contextq_read_only"
 
-#: The PostgreSQL advisory lock key every transaction takes (any constant will do).
-PG_LOCK_KEY = 0x436F6E7465787451  # "ContextQ"
-_PG_LOCK = sa.select(sa.func.pg_advisory_xact_lock(PG_LOCK_KEY))
+
+def advisory_lock_key(database: str, schema: str) -> int:
+    """The PostgreSQL advisory lock every transaction of a fake on ``schema`` takes: one
+    per schema, so fakes on two schemas (or databases) never wait for each other."""
+    digest = hashlib.sha256(f"fake-contextq\0{database}\0{schema}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 def database_url(url: str | sa.URL) -> sa.URL:
@@ -100,29 +125,52 @@ class _Local(threading.local):
         # pool per request costs more than most of the request's statements).
         self.writer: Connection | None = None
         self.reader: Connection | None = None
+        # Postgres: the batch of the current transaction or read, and each kept
+        # connection's own (remade when its connection is)
+        self.batch: PgBatch | None = None
+        self.batches: dict[str, tuple[Connection, PgBatch]] = {}
+        # Postgres: ids drawn ahead in this transaction, by kind, and the audit chain's
+        # head read with them (see next_id)
+        self.ahead: dict[str, int] = {}
+        self.head: tuple[str | None] | None = None
+        # Postgres: tenants' plans, read with their keys in this write transaction
+        self.plans: dict[int, str] = {}
 
 
 class SqlStore:
     """The model's rows in a SQL database, one ``transaction()`` per DB transaction."""
 
     def __init__(
-        self, url: str | sa.URL, *, echo: bool = False, busy_timeout: float = 30.0
+        self,
+        url: str | sa.URL,
+        *,
+        echo: bool = False,
+        busy_timeout: float = 30.0,
+        lock_timeout: float = 5.0,
+        durable: bool = False,
     ) -> None:
+        """``busy_timeout`` (SQLite) and ``lock_timeout`` (Postgres) bound, in seconds, the
+        wait for a lock another transaction holds; ``durable=True`` makes each Postgres
+        commit wait for its WAL flush (the server's default; slower)."""
         self.url = database_url(url)
+        self.busy_timeout = busy_timeout
+        self.lock_timeout = lock_timeout
         self._local = _Local()
         # An in-memory SQLite database lives in one connection: share it between threads
         # and serialise transactions on it with a lock (a file database serialises itself).
         self._memory_lock: threading.RLock | None = None
-        self._sequences: dict[str, str] = {}
         self._cache: dict[int, _TenantCache] = {}
         self._opened: list[Connection] = []
         self._opened_lock = threading.Lock()
-        kwargs: dict[str, Any] = {"echo": echo}
+        # Each thread keeps its connections (``_own``): as many threads as serve requests
+        # hold one or two each, so the pool must not cap them.
+        kwargs: dict[str, Any] = {"echo": echo, "max_overflow": -1}
         backend = self.url.get_backend_name()
         if backend == "sqlite":
             connect_args: dict[str, Any] = {"timeout": busy_timeout, "check_same_thread": False}
             if self.url.database in (None, "", ":memory:"):
                 kwargs["poolclass"] = StaticPool
+                del kwargs["max_overflow"]
                 self._memory_lock = threading.RLock()
             kwargs["connect_args"] = connect_args
         try:
@@ -136,9 +184,28 @@ class SqlStore:
                 name=exc.name,
             ) from None
         self._dialect = self.engine.dialect.name
+        if self._dialect == "postgresql" and self.engine.dialect.driver != "psycopg":
+            raise ValueError(
+                "SqlStore speaks Postgres through psycopg 3 (postgresql:// or "
+                f"postgresql+psycopg://), not {self.engine.dialect.driver!r}"
+            )
+        #: Postgres: the database and schema the tables live in, and their lock's key
+        self.database: str | None = None
+        self.schema: str | None = None
+        self.lock_key: int | None = None
+        self._pg_prologue = ""
+        self._pg_statements: dict[tuple[int, tuple[str, ...] | None], tuple[Any, PgStatement]] = {}
+        self._pg_names = itertools.count()
+        self._nextval: dict[str, sa.Select[Any]] = {}
+        self._with_audit: dict[str, sa.Select[Any]] = {}  # kind -> its id, head, audit id
         if self._dialect == "sqlite":
             _sqlite_immediate(self.engine, in_memory=self._memory_lock is not None)
+        elif self._dialect == "postgresql":
+            _postgres_session(self.engine, lock_timeout=lock_timeout, durable=durable)
+            self._locate()
         self._create_schema()
+        if self._dialect == "postgresql":
+            self._find_sequences()
 
     # ----- transactions -----
 
@@ -155,6 +222,10 @@ class SqlStore:
             finally:
                 local.depth -= 1
             return
+        if self._dialect == "postgresql":
+            with self._pg_transaction() as conn:
+                yield conn
+            return
         lock = self._memory_lock
         if lock is not None:
             lock.acquire()
@@ -162,8 +233,6 @@ class SqlStore:
             conn = self._own("writer")
             try:
                 with conn.begin():  # BEGIN IMMEDIATE on SQLite (see below)
-                    if self._dialect == "postgresql":
-                        conn.execute(_PG_LOCK)
                     local.conn, local.depth = conn, 1
                     try:
                         yield conn
@@ -173,12 +242,56 @@ class SqlStore:
                         raise
                     finally:
                         local.conn, local.depth = None, 0
+            except sa.exc.OperationalError as exc:
+                if not _sqlite_busy(exc):
+                    raise
+                lock_name = _msgs.SQLITE_LOCK.format(path=self.url.database or ":memory:")
+                raise self._busy(lock_name, self.busy_timeout) from exc
             finally:
                 if lock is not None:  # a pooled checkout, not a kept connection
                     conn.close()
         finally:
             if lock is not None:
                 lock.release()
+
+    @contextmanager
+    def _pg_transaction(self) -> Iterator[object]:
+        """``BEGIN`` and the schema's advisory lock, sent with the first statement; the
+        writes, sent with the next read or with ``COMMIT``."""
+        local = self._local
+        conn = self._own("writer")
+        batch = self._batch("writer", conn)
+        batch.begin(self._pg_prologue)
+        local.conn, local.batch, local.depth = conn, batch, 1
+        local.ahead, local.head, local.plans = {}, None, {}
+        try:
+            yield conn
+            batch.commit()
+        except BaseException:
+            self._cache.clear()  # it may hold rows this rollback takes back
+            try:
+                batch.rollback()
+            except Exception:  # a broken connection: the next transaction opens another
+                conn.invalidate()
+            raise
+        finally:
+            local.conn, local.batch, local.depth = None, None, 0
+            local.ahead, local.head, local.plans = {}, None, {}
+            _end_sqlalchemy_transaction(conn)
+
+    def _busy(self, lock_name: str, seconds: float) -> ApiError:
+        return ApiError(
+            _msgs.DATABASE_BUSY,
+            _msgs.DATABASE_BUSY_MSG.format(lock=lock_name, seconds=seconds),
+            lock=lock_name,
+        )
+
+    def _lock_timed_out(self, first: bool) -> ApiError:
+        """The 503 for a Postgres lock wait past ``lock_timeout``: in the transaction's
+        first batch that is the schema's write lock, later a row or table lock."""
+        names = {"key": self.lock_key, "schema": self.schema, "database": self.database}
+        lock_name = (_msgs.PG_WRITE_LOCK if first else _msgs.PG_TABLE_LOCK).format(**names)
+        return self._busy(lock_name, self.lock_timeout)
 
     def read(self) -> AbstractContextManager[object]:
         return self._read()
@@ -193,6 +306,20 @@ class SqlStore:
                 yield conn
             return
         conn = self._own("reader")
+        if self._dialect == "postgresql":  # autocommit: each statement one round trip
+            batch = self._batch("reader", conn)
+            local.conn, local.batch, local.depth = conn, batch, 1
+            try:
+                yield conn
+                batch.flush()
+            except BaseException:
+                if batch.broken:  # the next read opens another connection
+                    conn.invalidate()
+                raise
+            finally:
+                local.conn, local.batch, local.depth = None, None, 0
+                _end_sqlalchemy_transaction(conn)
+            return
         with conn.begin():
             local.conn, local.depth = conn, 1
             try:
@@ -209,19 +336,115 @@ class SqlStore:
         conn: Connection | None = getattr(self._local, role)
         if conn is None or conn.closed or conn.invalidated:
             conn = self.engine.connect()
-            if role == "reader":
+            if self._dialect == "postgresql":  # PgBatch sends BEGIN and COMMIT itself
+                conn.execution_options(isolation_level="AUTOCOMMIT")
+            elif role == "reader":
                 conn.execution_options(**{_READ_ONLY: True})
             setattr(self._local, role, conn)
             with self._opened_lock:
                 self._opened.append(conn)
         return conn
 
+    def _batch(self, role: str, conn: Connection) -> PgBatch:
+        """The Postgres batch of this thread's ``role`` connection."""
+        found = self._local.batches.get(role)
+        if found is not None and found[0] is conn:
+            return found[1]
+        from fake_contextq.stores._pg import PgBatch
+
+        dbapi: Any = conn.connection.driver_connection
+        batch = PgBatch(dbapi, self._lock_timed_out)
+        self._local.batches[role] = (conn, batch)
+        return batch
+
     @property
     def _c(self) -> Connection:
-        conn = self._local.conn
+        """The transaction's connection, for SQLAlchemy; on Postgres whatever is pending
+        is sent first, so SQLAlchemy's statements see it."""
+        local = self._local
+        conn = local.conn
         if conn is None:
             raise NoTransaction("SqlStore methods must be called inside store.transaction()")
+        if local.batch is not None:
+            local.batch.flush()
         return conn
+
+    @property
+    def _pg(self) -> PgBatch:
+        batch = self._local.batch
+        if batch is None:
+            raise NoTransaction("SqlStore methods must be called inside store.transaction()")
+        return batch
+
+    def _compiled(self, stmt: Any, columns: tuple[str, ...] | None = None) -> PgStatement:
+        """``stmt`` compiled for psycopg once (``columns``: an insert's given columns)."""
+        key = (id(stmt), columns)
+        found = self._pg_statements.get(key)
+        if found is None:
+            from fake_contextq.stores._pg import PgStatement
+
+            name = f"fq{next(self._pg_names)}"  # unique even when threads race here
+            found = (stmt, PgStatement(name, stmt, self.engine.dialect, columns))
+            self._pg_statements[key] = found  # holds stmt, so its id stays its own
+        return found[1]
+
+    def _pg_fetch(
+        self, stmt: Any, params: Mapping[str, Any], columns: tuple[str, ...] | None = None
+    ) -> list[tuple[Any, ...]]:
+        return self._pg.fetch(self._compiled(stmt, columns), params)
+
+    def _pg_defer(
+        self, stmt: Any, params: Mapping[str, Any], columns: tuple[str, ...] | None = None
+    ) -> None:
+        self._pg.defer(self._compiled(stmt, columns), params)
+
+    def _pg_records(self, stmt: Any, params: Mapping[str, Any]) -> list[Any]:
+        """Rows of ``stmt`` with SQLAlchemy's result processing, for ``RowMap.record``."""
+        return self._compiled(stmt).rows(self._pg_fetch(stmt, params))
+
+    def _locate(self) -> None:
+        """Find the database and schema the tables go to (the first schema of the URL's
+        ``search_path``: ``?options=-csearch_path%3Dname``) and derive their lock."""
+        with self.engine.connect() as conn:
+            database, schema, path = conn.execute(
+                sa.text(
+                    "SELECT current_database(), current_schema(), current_setting('search_path')"
+                )
+            ).one()
+        if schema is None:
+            raise ValueError(
+                f"no schema on the search_path ({path}) exists: create it first (CREATE SCHEMA)"
+            )
+        self.database, self.schema = str(database), str(schema)
+        self.lock_key = advisory_lock_key(self.database, self.schema)
+        self._pg_prologue = f"BEGIN;\nSELECT pg_advisory_xact_lock({self.lock_key})"
+
+    def _find_sequences(self) -> None:
+        """Each id table's sequence, looked up once: ``next_id`` is then one statement."""
+        with self.read():
+            batch = self._pg
+            names = [table.name for table in s.ID_TABLES.values()]
+            found = batch.fetch_sql(
+                batch.cursor.mogrify(
+                    "SELECT name, pg_get_serial_sequence(name, 'id') FROM unnest(%s::text[]) name",
+                    (names,),
+                )
+            )
+            nextval = {
+                name: sa.func.nextval(sa.cast(sa.literal(sequence, sa.Text), postgresql.REGCLASS))
+                for name, sequence in found
+            }
+        for name, drawn in nextval.items():
+            self._nextval[name] = sa.select(drawn)
+        head, audit_id = _PG_LAST_HASH.scalar_subquery(), nextval[s.activity_logs.name]
+        self._with_audit["activity_log"] = sa.select(head, audit_id)
+        for kind in _AUDITED_KINDS:
+            drawn = nextval[s.ID_TABLES[kind].name]
+            if kind == "agent_checkpoint":  # with the session's last seq, read just before
+                self._with_audit["seq"] = sa.select(
+                    _PG_LAST_SEQ.scalar_subquery(), drawn, head, audit_id
+                )
+            self._with_audit[kind] = sa.select(drawn, head, audit_id)
 
     def close(self) -> None:
         """Close every connection this store opened (the database stays)."""
@@ -271,13 +494,12 @@ class SqlStore:
     def reset(self) -> None:
         self._cache.clear()
         with self.transaction():
-            conn = self._c
             if self._dialect == "postgresql":
-                names = ", ".join(
-                    conn.dialect.identifier_preparer.format_table(t) for t in s.DATA_TABLES
-                )
-                conn.exec_driver_sql(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
+                quote = self.engine.dialect.identifier_preparer.format_table
+                names = ", ".join(quote(t) for t in s.DATA_TABLES)
+                self._pg.defer_sql(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
                 return
+            conn = self._c
             for table in s.DATA_TABLES:
                 conn.execute(sa.delete(table))
             if self._dialect == "sqlite":
@@ -286,17 +508,20 @@ class SqlStore:
     def next_id(self, kind: str) -> int:
         """The database's next id for ``kind``, the same one a plain SQL INSERT would get."""
         table = s.ID_TABLES[kind]
-        conn = self._c
         if self._dialect == "postgresql":
-            sequence = self._sequences.get(table.name)
-            if sequence is None:
-                sequence = conn.execute(
-                    sa.select(sa.func.pg_get_serial_sequence(table.name, "id"))
-                ).scalar_one()
-                self._sequences[table.name] = sequence
-            return int(
-                conn.exec_driver_sql("SELECT nextval(%s::regclass)", (sequence,)).scalar_one()
-            )
+            # A request that creates one of the _AUDITED_KINDS then appends an audit row:
+            # the first such id of a transaction is drawn with the chain's head and the
+            # audit row's id, in one statement (see _drew).
+            local = self._local
+            drawn = local.ahead.pop(kind, None)
+            if drawn is not None:
+                return drawn
+            if kind in _AUDITED_KINDS and "activity_log" not in local.ahead:
+                ((new_id, *audit),) = self._pg_fetch(self._with_audit[kind], {})
+                self._drew(*audit)
+                return int(new_id)
+            return int(self._pg_fetch(self._nextval[table.name], {})[0][0])
+        conn = self._c
         # SQLite AUTOINCREMENT keeps its high-water mark in sqlite_sequence; taking the id
         # there means an id handed out but never inserted is not handed out again.
         bumped = conn.exec_driver_sql(
@@ -314,36 +539,83 @@ class SqlStore:
 
     # ----- statements: built once, executed with parameters -----
 
+    # On Postgres each goes through the transaction's batch: reads at once, with whatever
+    # is pending; writes held back (``PgBatch``).
+
     def _first(self, table: sa.Table, order: tuple[str, ...] = ("id",), **where: Any) -> Any:
         stmt = _select(table.name, tuple(where), order, 1)
+        if self._dialect == "postgresql":
+            found = self._pg_records(stmt, where)
+            return found[0] if found else None
         return self._c.execute(stmt, where).first()
 
     def _rows(self, table: sa.Table, order: tuple[str, ...] = ("id",), **where: Any) -> Any:
-        return self._c.execute(_select(table.name, tuple(where), order, None), where).all()
+        stmt = _select(table.name, tuple(where), order, None)
+        if self._dialect == "postgresql":
+            return self._pg_records(stmt, where)
+        return self._c.execute(stmt, where).all()
 
     def _count(self, table: sa.Table, **where: Any) -> int:
-        return int(self._c.execute(_count(table.name, tuple(where)), where).scalar_one())
+        stmt = _count(table.name, tuple(where))
+        if self._dialect == "postgresql":
+            return int(self._pg_fetch(stmt, where)[0][0])
+        return int(self._c.execute(stmt, where).scalar_one())
+
+    def _drew(self, head: str | None, audit_id: int) -> None:
+        """Keep the audit chain's head and the audit row's id, read ahead, for
+        ``last_audit_hash`` and ``next_id("activity_log")``. The model asks for them when it
+        appends the request's audit row, last; under the transaction's lock no one else
+        appends in between. An id drawn for a request that then fails is consumed, as any
+        failed request's ids are on Postgres."""
+        self._local.head = (None if head is None else str(head),)
+        self._local.ahead["activity_log"] = int(audit_id)
+
+    def _all(self, stmt: Any, params: Mapping[str, Any]) -> Any:
+        """Every row of ``stmt``, processed as SQLAlchemy does (values by ``_mapping``)."""
+        if self._dialect == "postgresql":
+            return self._pg_records(stmt, params)
+        return self._c.execute(stmt, params).all()
+
+    def _scalar(self, stmt: Any, params: Mapping[str, Any]) -> Any:
+        """The first column of the first row (None without one), unprocessed."""
+        if self._dialect == "postgresql":
+            found = self._pg_fetch(stmt, params)
+            return found[0][0] if found else None
+        return self._c.execute(stmt, params).scalar()
 
     def _delete(self, table: sa.Table, **where: Any) -> None:
-        self._c.execute(_delete(table.name, tuple(where)), where)
+        stmt = _delete(table.name, tuple(where))
+        if self._dialect == "postgresql":
+            self._pg_defer(stmt, where)
+            return
+        self._c.execute(stmt, where)
 
     def _insert(self, table: sa.Table, values: Mapping[str, Any]) -> None:
-        self._c.execute(_insert(table.name), values)
+        stmt = _insert(table.name)
+        if self._dialect == "postgresql":
+            self._pg_defer(stmt, values, tuple(values))
+            return
+        self._c.execute(stmt, values)
 
     def _int(self, sql: str, *params: Any) -> int:
-        """One integer from plain SQL with ``?`` placeholders and integer parameters: the
-        hottest statements skip SQLAlchemy's compilation and type processing."""
-        if self._dialect == "postgresql":
-            sql = sql.replace("?", "%s")
+        """SQLite: one integer from plain SQL with ``?`` placeholders and integer
+        parameters: the hottest statements skip SQLAlchemy's compilation and type
+        processing (on Postgres every statement is prepared once instead)."""
         return int(self._c.exec_driver_sql(sql, params).scalar_one())
 
     def _put(self, table: sa.Table, values: Mapping[str, Any]) -> None:
         """Insert the row, or replace every given column of the row with the same id."""
-        self._c.execute(_upsert(self._dialect, table.name, tuple(values)), values)
+        columns = tuple(values)
+        stmt = _upsert(self._dialect, table.name, columns)
+        if self._dialect == "postgresql":
+            self._pg_defer(stmt, values, columns)
+            return
+        self._c.execute(stmt, values)
 
     # ----- tenants and keys -----
 
     def put_tenant(self, tenant: Tenant) -> None:
+        self._local.plans.pop(tenant.id, None)
         self._put(s.tenants, _TENANT.values(tenant))
 
     def tenant(self, tenant_id: int) -> Tenant | None:
@@ -351,7 +623,10 @@ class SqlStore:
         return None if row is None else _TENANT.record(row)
 
     def tenant_plan(self, tenant_id: int) -> str | None:
-        found = self._c.execute(_PLAN, {"id": tenant_id}).scalar()
+        plan = self._local.plans.get(tenant_id)
+        if plan is not None:  # read with the key, in this transaction (see key_by_hash)
+            return plan
+        found = self._scalar(_PLAN, {"id": tenant_id})
         return None if found is None else str(found)
 
     def tenants(self) -> list[Tenant]:
@@ -361,6 +636,17 @@ class SqlStore:
         self._put(s.api_keys, _KEY.values(key))
 
     def key_by_hash(self, key_hash: str) -> ApiKey | None:
+        if self._dialect == "postgresql":
+            # The tenant's plan comes along: when a request authenticates in its write
+            # transaction, a create's tenant_plan is then no round trip of its own.
+            rows = self._pg_records(_KEY_AND_PLAN, {"key_hash": key_hash})
+            if not rows:
+                return None
+            key = _KEY.record(rows[0])
+            local = self._local
+            if local.conn is local.writer:  # this transaction's: valid until it ends
+                local.plans[key.tenant_id] = str(rows[0]._mapping["tenant_plan"])
+            return key
         row = self._first(s.api_keys, key_hash=key_hash)
         return None if row is None else _KEY.record(row)
 
@@ -392,6 +678,13 @@ class SqlStore:
         )
 
     def put_context(self, context: Context) -> None:
+        if self._dialect == "postgresql":  # two writes, held back: no round trip of their own
+            self._pg_defer(_BUMP, {"tenant_id": context.tenant_id})
+            values = _CONTEXT.values(context)
+            columns = tuple(values)
+            params = {**values, "revision_of": context.tenant_id}
+            self._pg_defer(_pg_put_context(columns), params, columns)
+            return
         revision = self._bump_contexts_revision(context.tenant_id)
         self._put(s.contexts, {**_CONTEXT.values(context), "revision": revision})
 
@@ -405,16 +698,21 @@ class SqlStore:
 
     def context_id_by_external(self, tenant_id: int, external_id: str) -> int | None:
         params = {"tenant_id": tenant_id, "external_id": external_id}
-        found = self._c.execute(_CONTEXT_ID_BY_EXTERNAL, params).scalar()
+        found = self._scalar(_CONTEXT_ID_BY_EXTERNAL, params)
         return None if found is None else int(found)
 
     def delete_context(self, context: Context) -> None:
-        self._bump_contexts_revision(context.tenant_id)
+        if self._dialect == "postgresql":
+            self._pg_defer(_BUMP, {"tenant_id": context.tenant_id})
+        else:
+            self._bump_contexts_revision(context.tenant_id)
         self._delete(s.contexts, tenant_id=context.tenant_id, id=context.id)
 
     def count_contexts(self, tenant_id: int, workspace_id: int | None = None) -> int:
-        if workspace_id is None:
+        if workspace_id is None and self._dialect != "postgresql":
             return self._int("SELECT count(*) FROM contexts WHERE tenant_id = ?", tenant_id)
+        if workspace_id is None:
+            return self._count(s.contexts, tenant_id=tenant_id)
         return self._count(s.contexts, tenant_id=tenant_id, workspace_id=workspace_id)
 
     def list_contexts(
@@ -445,34 +743,40 @@ class SqlStore:
         """The tenant's contexts (and search index), brought up to date with the rows
         written since they were read, by this process or any other: one indexed query
         when nothing changed."""
-        found = self._c.execute(_REVISION, {"id": tenant_id}).first()
-        if found is None:
+        found = self._all(_REVISION, {"id": tenant_id})
+        if not found:
             return None
-        revision, created_at = int(found[0]), found[1]
+        revision = int(found[0]._mapping["contexts_revision"])
+        created_at = found[0]._mapping["created_at"]
         cached = self._cache.get(tenant_id)
         if cached is None or cached.created_at != created_at:  # new, or a reset reused the id
             cached = _TenantCache(created_at)
             self._cache[tenant_id] = cached
         if cached.revision == revision:
             return cached
-        changed = self._c.execute(
-            _CHANGED_CONTEXTS, {"tenant_id": tenant_id, "since": cached.revision}
-        ).all()
+        changed = self._all(_CHANGED_CONTEXTS, {"tenant_id": tenant_id, "since": cached.revision})
         cached.apply(map(_CONTEXT.record, changed))
         if self._count(s.contexts, tenant_id=tenant_id) != len(cached.contexts):
-            cached.keep(set(self._c.execute(_CONTEXT_IDS, {"tenant_id": tenant_id}).scalars()))
+            ids = self._all(_CONTEXT_IDS, {"tenant_id": tenant_id})
+            cached.keep({int(row._mapping["id"]) for row in ids})
         cached.revision = revision
         return cached
 
     # ----- audit -----
 
     def last_audit_hash(self) -> str | None:
-        found = self._c.exec_driver_sql(
-            "SELECT hash FROM activity_logs ORDER BY id DESC LIMIT 1"
-        ).scalar()
+        if self._dialect == "postgresql":
+            local = self._local
+            if local.head is None:  # not read with an id (next_id): read it, and the row's id
+                self._drew(*self._pg_fetch(self._with_audit["activity_log"], {})[0])
+            assert local.head is not None
+            (head,), local.head = local.head, None
+            return head
+        found = self._c.exec_driver_sql(_LAST_HASH).scalar()
         return None if found is None else str(found)
 
     def append_audit(self, row: AuditRow) -> None:
+        self._local.head = None  # the chain has a new head
         self._insert(s.activity_logs, _AUDIT.values(row))
 
     def audit_rows(self) -> list[AuditRow]:
@@ -500,6 +804,13 @@ class SqlStore:
         self._insert(s.agent_checkpoints, _CHECKPOINT.values(checkpoint))
 
     def last_checkpoint_seq(self, session_id: int) -> int:
+        if self._dialect == "postgresql":  # the next checkpoint's id and the audit's with it
+            ((seq, drawn, *audit),) = self._pg_fetch(
+                self._with_audit["seq"], {"session_id": session_id}
+            )
+            self._local.ahead["agent_checkpoint"] = int(drawn)
+            self._drew(*audit)
+            return int(seq)
         return self._int(
             "SELECT coalesce(max(seq), 0) FROM agent_checkpoints WHERE session_id = ?", session_id
         )
@@ -606,6 +917,40 @@ _CHANGED_CONTEXTS = (
     .order_by(s.contexts.c.id)
 )
 _CONTEXT_IDS = sa.select(s.contexts.c.id).where(s.contexts.c.tenant_id == sa.bindparam("tenant_id"))
+_LAST_HASH = "SELECT hash FROM activity_logs ORDER BY id DESC LIMIT 1"
+_KEY_AND_PLAN = (
+    sa.select(s.api_keys, s.tenants.c.plan.label("tenant_plan"))
+    .join(s.tenants, s.tenants.c.id == s.api_keys.c.tenant_id)
+    .where(s.api_keys.c.key_hash == sa.bindparam("key_hash"))
+)
+_PG_LAST_HASH = sa.select(s.activity_logs.c.hash).order_by(s.activity_logs.c.id.desc()).limit(1)
+#: What only audited requests create (see ``SqlStore.next_id``).
+_AUDITED_KINDS = frozenset(
+    {"context", "agent_session", "agent_checkpoint", "agent_task", "agent_lesson", "agent_handoff"}
+)
+_PG_LAST_SEQ = sa.select(sa.func.coalesce(sa.func.max(s.agent_checkpoints.c.seq), 0)).where(
+    s.agent_checkpoints.c.session_id == sa.bindparam("session_id")
+)
+_BUMP = (
+    sa.update(s.tenants)
+    .where(s.tenants.c.id == sa.bindparam("tenant_id"))
+    .values(contexts_revision=s.tenants.c.contexts_revision + 1)
+)
+
+
+@functools.cache
+def _pg_put_context(columns: tuple[str, ...]) -> sa.Insert:
+    """Postgres: upsert a context whose ``revision`` is its tenant's, as ``_BUMP`` (sent
+    before it in the same batch) left it; the statement needs no value read back."""
+    t = s.contexts
+    revision = (
+        sa.select(s.tenants.c.contexts_revision)
+        .where(s.tenants.c.id == sa.bindparam("revision_of", type_=sa.BigInteger))
+        .scalar_subquery()
+    )
+    stmt = postgresql.insert(t).values(revision=revision)
+    changes = {name: stmt.excluded[name] for name in (*columns, "revision") if name != "id"}
+    return stmt.on_conflict_do_update(index_elements=["id"], set_=changes)
 
 
 @dataclass(eq=False)
@@ -671,6 +1016,39 @@ def _sqlite_immediate(engine: Engine, *, in_memory: bool) -> None:
     def _begin(conn: Connection) -> None:
         if not conn.get_execution_options().get(_READ_ONLY):  # a lone read runs bare
             conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _sqlite_busy(exc: sa.exc.OperationalError) -> bool:
+    """Whether SQLite gave up waiting for another connection's lock (``busy_timeout``)."""
+    return isinstance(exc.orig, sqlite3.OperationalError) and "locked" in str(exc.orig)
+
+
+def _postgres_session(engine: Engine, *, lock_timeout: float, durable: bool) -> None:
+    """Bound every lock wait of the store's connections, and (unless ``durable``) let a
+    commit return before its WAL reaches the disk; fix what ``_pg.literal`` relies on.
+    Set once per connection."""
+    settings = (
+        "SET standard_conforming_strings = on;\nSET client_encoding = 'UTF8';\n"
+        f"SET lock_timeout = {max(1, round(lock_timeout * 1000))}"
+    )
+    if not durable:
+        settings += ";\nSET synchronous_commit = off"
+
+    @sa.event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        autocommit = dbapi_connection.autocommit
+        dbapi_connection.autocommit = True
+        try:
+            dbapi_connection.execute(settings)
+        finally:
+            dbapi_connection.autocommit = autocommit
+
+
+def _end_sqlalchemy_transaction(conn: Connection) -> None:
+    """Close the transaction SQLAlchemy began on an autocommit connection (bookkeeping
+    only: the server's transaction, if any, was ended by ``PgBatch``)."""
+    if not conn.invalidated and conn.in_transaction():
+        conn.rollback()
 
 
 # ----- rows to records and back, derived from the records' fields -----
