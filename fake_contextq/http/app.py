@@ -220,7 +220,7 @@ def _routes(*, control: bool) -> FastAPI:
         made = await run_model(
             request, lambda p, b: b.create_context(p, body.checked()), render.context_json
         )
-        return json_response(201, made)
+        return json_response(wire.Routes.CREATE_CONTEXT.status, made)
 
     @route(
         api,
@@ -238,7 +238,7 @@ def _routes(*, control: bool) -> FastAPI:
     async def list_contexts(request: Request) -> Response:
         params = request.query_params
         page = await run_model(request, lambda p, b: b.list_contexts(p, params), render.page_json)
-        return json_response(200, page)
+        return json_response(wire.Routes.LIST_CONTEXTS.status, page)
 
     @route(
         api,
@@ -252,7 +252,7 @@ def _routes(*, control: bool) -> FastAPI:
         done = await run_model(
             request, lambda p, b: b.bulk_upsert(p, body.checked()), render.bulk_json
         )
-        return json_response(200, done)
+        return json_response(wire.Routes.BULK_UPSERT.status, done)
 
     @route(
         api,
@@ -268,7 +268,7 @@ def _routes(*, control: bool) -> FastAPI:
             render.context_json,
             lone_read=True,
         )
-        return json_response(200, found)
+        return json_response(wire.Routes.GET_CONTEXT_BY_EXTERNAL.status, found)
 
     @route(
         api,
@@ -282,7 +282,7 @@ def _routes(*, control: bool) -> FastAPI:
         found = await run_model(
             request, lambda p, b: b.get_context(p, context_id), render.context_json, lone_read=True
         )
-        return json_response(200, found)
+        return json_response(wire.Routes.GET_CONTEXT.status, found)
 
     @route(
         api,
@@ -300,7 +300,7 @@ def _routes(*, control: bool) -> FastAPI:
             lambda p, b: b.update_context(p, context_id, body.checked()),
             render.context_json,
         )
-        return json_response(200, changed)
+        return json_response(wire.Routes.UPDATE_CONTEXT.status, changed)
 
     @route(
         api,
@@ -312,7 +312,7 @@ def _routes(*, control: bool) -> FastAPI:
     async def delete_context(request: Request) -> Response:
         context_id = request.path_params["context_id"]
         await run_model(request, lambda p, b: b.delete_context(p, context_id), _nothing)
-        return Response(status_code=204)
+        return Response(status_code=wire.Routes.DELETE_CONTEXT.status)
 
     # ----- workspaces -----
 
@@ -324,7 +324,7 @@ def _routes(*, control: bool) -> FastAPI:
     )
     async def list_workspaces(request: Request) -> Response:
         found = await run_model(request, lambda p, b: b.list_workspaces(p), render.workspaces_json)
-        return json_response(200, found)
+        return json_response(wire.Routes.LIST_WORKSPACES.status, found)
 
     @route(
         api,
@@ -339,7 +339,7 @@ def _routes(*, control: bool) -> FastAPI:
         made = await run_model(
             request, lambda p, b: b.create_workspace(p, body.checked()), render.workspace_json
         )
-        return json_response(201, made)
+        return json_response(wire.Routes.CREATE_WORKSPACE.status, made)
 
     @route(
         api,
@@ -353,7 +353,7 @@ def _routes(*, control: bool) -> FastAPI:
         archived = await run_model(
             request, lambda p, b: b.archive_workspace(p, slug), render.workspace_json
         )
-        return json_response(200, archived)
+        return json_response(wire.Routes.ARCHIVE_WORKSPACE.status, archived)
 
     @route(
         api,
@@ -365,7 +365,7 @@ def _routes(*, control: bool) -> FastAPI:
     async def delete_workspace(request: Request) -> Response:
         slug = request.path_params["slug"]
         await run_model(request, lambda p, b: b.delete_workspace(p, slug), _nothing)
-        return Response(status_code=204)
+        return Response(status_code=wire.Routes.DELETE_WORKSPACE.status)
 
     # ----- search -----
 
@@ -381,7 +381,7 @@ def _routes(*, control: bool) -> FastAPI:
         hits = await run_model(
             request, lambda p, b: b.search(p, body.checked()), render.search_json
         )
-        return json_response(200, hits)
+        return json_response(wire.Routes.SEARCH.status, hits)
 
     # ----- Agent Memory Layer -----
 
@@ -398,7 +398,7 @@ def _routes(*, control: bool) -> FastAPI:
         session = await run_model(
             request, lambda p, b: b.agent.start_session(p, body.checked()), render.session_json
         )
-        return json_response(201, session)
+        return json_response(wire.Routes.START_SESSION.status, session)
 
     @route(
         api,
@@ -412,7 +412,7 @@ def _routes(*, control: bool) -> FastAPI:
         session = await run_model(
             request, lambda p, b: b.agent.get_session(p, session_id), render.session_json
         )
-        return json_response(200, session)
+        return json_response(wire.Routes.GET_SESSION.status, session)
 
     @route(
         api,
@@ -430,7 +430,7 @@ def _routes(*, control: bool) -> FastAPI:
             lambda p, b: b.agent.end_session(p, session_id, body.checked()),
             render.session_json,
         )
-        return json_response(200, session)
+        return json_response(wire.Routes.END_SESSION.status, session)
 
     @route(
         api,
@@ -448,7 +448,7 @@ def _routes(*, control: bool) -> FastAPI:
             lambda p, b: b.agent.checkpoint(p, session_id, body.checked()),
             render.checkpoint_json,
         )
-        return json_response(201, cp)
+        return json_response(wire.Routes.CHECKPOINT.status, cp)
 
     @route(
         api,
@@ -462,7 +462,7 @@ def _routes(*, control: bool) -> FastAPI:
         found = await run_model(
             request, lambda p, b: b.agent.resume(p, session_id), render.resume_json
         )
-        return json_response(200, found)
+        return json_response(wire.Routes.RESUME.status, found)
 
     @route(
         api,
@@ -478,7 +478,7 @@ def _routes(*, control: bool) -> FastAPI:
             return {"items": [render.task_json(t) for t in tasks]}
 
         listed = await run_model(request, lambda p, b: b.agent.list_tasks(p, session_id), show)
-        return json_response(200, listed)
+        return json_response(wire.Routes.LIST_TASKS.status, listed)
 
     @route(
         api,
@@ -496,7 +496,7 @@ def _routes(*, control: bool) -> FastAPI:
         task, created = await run_model(
             request, lambda p, b: b.agent.upsert_task(p, body.checked()), show
         )
-        return json_response(201 if created else 200, task)
+        return json_response(wire.Routes.UPSERT_TASK.status if created else 200, task)
 
     @route(
         api,
@@ -512,7 +512,7 @@ def _routes(*, control: bool) -> FastAPI:
         task = await run_model(
             request, lambda p, b: b.agent.tick_task(p, task_id, body.checked()), render.task_json
         )
-        return json_response(200, task)
+        return json_response(wire.Routes.TICK_TASK.status, task)
 
     @route(
         api,
@@ -527,7 +527,7 @@ def _routes(*, control: bool) -> FastAPI:
         lesson = await run_model(
             request, lambda p, b: b.agent.add_lesson(p, body.checked()), render.lesson_json
         )
-        return json_response(201, lesson)
+        return json_response(wire.Routes.ADD_LESSON.status, lesson)
 
     @route(
         api,
@@ -542,7 +542,7 @@ def _routes(*, control: bool) -> FastAPI:
         written = await run_model(
             request, lambda p, b: b.agent.handoff(p, body.checked()), render.handoff_json
         )
-        return json_response(201, written)
+        return json_response(wire.Routes.HANDOFF.status, written)
 
     @route(
         api,
@@ -557,7 +557,7 @@ def _routes(*, control: bool) -> FastAPI:
         pack = await run_model(
             request, lambda p, b: b.agent.boot(p, body.checked()), render.boot_json
         )
-        return json_response(200, pack)
+        return json_response(wire.Routes.BOOT.status, pack)
 
     if control:
         mount_control(api)
