@@ -25,6 +25,8 @@ from psycopg.adapt import Transformer
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
 
+from fake_contextq.stores._rows import Row
+
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
 
 
@@ -53,15 +55,6 @@ def _json_literal(value: Any) -> str:
     """A JSON parameter, serialised as SQLAlchemy's JSON type does (``json.dumps``)."""
     text = json.dumps(value)
     return "'" + text.replace("'", "''") + "'"
-
-
-class Row:
-    """A result row as ``RowMap`` reads it: values by column name."""
-
-    __slots__ = ("_mapping",)
-
-    def __init__(self, mapping: dict[str, Any]) -> None:
-        self._mapping = mapping
 
 
 class PgStatement:

@@ -42,6 +42,16 @@ def _writer(hint: Any) -> Callable[[Any], Any] | None:
     return None
 
 
+class Row:
+    """A result row as ``RowMap`` reads it: values by column name (what the Postgres and
+    SQLite statement paths build; SQLAlchemy's own rows read the same way)."""
+
+    __slots__ = ("_mapping",)
+
+    def __init__(self, mapping: dict[str, Any]) -> None:
+        self._mapping = mapping
+
+
 class RowMap(Generic[R]):
     """The columns of one record type, read and written in the record's field order."""
 

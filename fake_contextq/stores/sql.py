@@ -73,6 +73,7 @@ from fake_contextq.domain.records import (
 )
 from fake_contextq.domain.search import SearchIndex
 from fake_contextq.stores import schema as s
+from fake_contextq.stores._lite import LiteStatement, Uncompilable
 from fake_contextq.stores._rows import RowMap
 from fake_contextq.stores.memory import list_page
 
@@ -196,6 +197,9 @@ class SqlStore:
         self._pg_prologue = ""
         self._pg_statements: dict[tuple[int, tuple[str, ...] | None], tuple[Any, PgStatement]] = {}
         self._pg_names = itertools.count()
+        self._lite_statements: dict[
+            tuple[int, tuple[str, ...] | None], tuple[Any, LiteStatement | None]
+        ] = {}
         self._nextval: dict[str, sa.Select[Any]] = {}
         self._with_audit: dict[str, sa.Select[Any]] = {}  # kind -> its id, head, audit id
         if self._dialect == "sqlite":
@@ -402,6 +406,39 @@ class SqlStore:
         """Rows of ``stmt`` with SQLAlchemy's result processing, for ``RowMap.record``."""
         return self._compiled(stmt).rows(self._pg_fetch(stmt, params))
 
+    def _lite(self, stmt: Any, columns: tuple[str, ...] | None) -> LiteStatement | None:
+        """SQLite: ``stmt`` compiled once (None: SQLAlchemy runs it; ``columns``: an
+        insert's given columns)."""
+        key = (id(stmt), columns)
+        found = self._lite_statements.get(key)
+        if found is None:
+            try:
+                found = (stmt, LiteStatement(stmt, self.engine.dialect, columns))
+            except Uncompilable:
+                found = (stmt, None)
+            self._lite_statements[key] = found  # holds stmt, so its id stays its own
+        return found[1]
+
+    def _lite_run(self, compiled: LiteStatement, params: Mapping[str, Any]) -> list[Any]:
+        return self._sql(compiled.sql, *compiled.args(params))
+
+    def _lite_fetch(
+        self, stmt: Any, params: Mapping[str, Any], columns: tuple[str, ...] | None = None
+    ) -> list[Any]:
+        """SQLite: run ``stmt`` in the transaction; its rows, unprocessed."""
+        compiled = self._lite(stmt, columns)
+        if compiled is None:
+            result = self._c.execute(stmt, params)
+            return [tuple(row) for row in result] if result.returns_rows else []
+        return self._lite_run(compiled, params)
+
+    def _lite_rows(self, stmt: Any, params: Mapping[str, Any]) -> list[Any]:
+        """SQLite: rows of ``stmt`` with SQLAlchemy's result processing, for ``RowMap``."""
+        compiled = self._lite(stmt, None)
+        if compiled is None:
+            return list(self._c.execute(stmt, params).all())
+        return compiled.rows(self._lite_run(compiled, params))
+
     def _locate(self) -> None:
         """Find the database and schema the tables go to (the first schema of the URL's
         ``search_path``: ``?options=-csearch_path%3Dname``) and derive their lock."""
@@ -524,11 +561,11 @@ class SqlStore:
         conn = self._c
         # SQLite AUTOINCREMENT keeps its high-water mark in sqlite_sequence; taking the id
         # there means an id handed out but never inserted is not handed out again.
-        bumped = conn.exec_driver_sql(
-            "UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = ? RETURNING seq", (table.name,)
-        ).scalar()
-        if bumped is not None:
-            return int(bumped)
+        bumped = self._sql(
+            "UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = ? RETURNING seq", table.name
+        )
+        if bumped:
+            return int(bumped[0][0])
         first = int(
             conn.execute(sa.select(sa.func.coalesce(sa.func.max(table.c.id), 0) + 1)).scalar_one()
         )
@@ -547,19 +584,20 @@ class SqlStore:
         if self._dialect == "postgresql":
             found = self._pg_records(stmt, where)
             return found[0] if found else None
-        return self._c.execute(stmt, where).first()
+        found = self._lite_rows(stmt, where)
+        return found[0] if found else None
 
     def _rows(self, table: sa.Table, order: tuple[str, ...] = ("id",), **where: Any) -> Any:
         stmt = _select(table.name, tuple(where), order, None)
         if self._dialect == "postgresql":
             return self._pg_records(stmt, where)
-        return self._c.execute(stmt, where).all()
+        return self._lite_rows(stmt, where)
 
     def _count(self, table: sa.Table, **where: Any) -> int:
         stmt = _count(table.name, tuple(where))
         if self._dialect == "postgresql":
             return int(self._pg_fetch(stmt, where)[0][0])
-        return int(self._c.execute(stmt, where).scalar_one())
+        return int(self._lite_fetch(stmt, where)[0][0])
 
     def _drew(self, head: str | None, audit_id: int) -> None:
         """Keep the audit chain's head and the audit row's id, read ahead, for
@@ -574,34 +612,48 @@ class SqlStore:
         """Every row of ``stmt``, processed as SQLAlchemy does (values by ``_mapping``)."""
         if self._dialect == "postgresql":
             return self._pg_records(stmt, params)
-        return self._c.execute(stmt, params).all()
+        return self._lite_rows(stmt, params)
 
     def _scalar(self, stmt: Any, params: Mapping[str, Any]) -> Any:
         """The first column of the first row (None without one), unprocessed."""
         if self._dialect == "postgresql":
             found = self._pg_fetch(stmt, params)
             return found[0][0] if found else None
-        return self._c.execute(stmt, params).scalar()
+        found = self._lite_fetch(stmt, params)
+        return found[0][0] if found else None
 
     def _delete(self, table: sa.Table, **where: Any) -> None:
         stmt = _delete(table.name, tuple(where))
         if self._dialect == "postgresql":
             self._pg_defer(stmt, where)
             return
-        self._c.execute(stmt, where)
+        self._lite_fetch(stmt, where)
 
     def _insert(self, table: sa.Table, values: Mapping[str, Any]) -> None:
         stmt = _insert(table.name)
         if self._dialect == "postgresql":
             self._pg_defer(stmt, values, tuple(values))
             return
-        self._c.execute(stmt, values)
+        self._lite_fetch(stmt, values, tuple(values))
 
     def _int(self, sql: str, *params: Any) -> int:
         """SQLite: one integer from plain SQL with ``?`` placeholders and integer
         parameters: the hottest statements skip SQLAlchemy's compilation and type
         processing (on Postgres every statement is prepared once instead)."""
-        return int(self._c.exec_driver_sql(sql, params).scalar_one())
+        ((value,),) = self._sql(sql, *params)
+        return int(value)
+
+    def _sql(self, sql: str, *params: Any) -> list[Any]:
+        """SQLite: the rows of plain SQL with ``?`` placeholders, on the driver."""
+        driver = self._c.connection.dbapi_connection
+        assert driver is not None
+        try:
+            rows: list[Any] = driver.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:  # as SQLAlchemy would have raised it
+            raise sa.exc.DBAPIError.instance(
+                sql, params, exc, sqlite3.Error, dialect=self.engine.dialect
+            ) from exc
+        return rows
 
     def _put(self, table: sa.Table, values: Mapping[str, Any]) -> None:
         """Insert the row, or replace every given column of the row with the same id."""
@@ -610,7 +662,7 @@ class SqlStore:
         if self._dialect == "postgresql":
             self._pg_defer(stmt, values, columns)
             return
-        self._c.execute(stmt, values)
+        self._lite_fetch(stmt, values, columns)
 
     # ----- tenants and keys -----
 
@@ -772,8 +824,8 @@ class SqlStore:
             assert local.head is not None
             (head,), local.head = local.head, None
             return head
-        found = self._c.exec_driver_sql(_LAST_HASH).scalar()
-        return None if found is None else str(found)
+        found = self._sql(_LAST_HASH)
+        return str(found[0][0]) if found and found[0][0] is not None else None
 
     def append_audit(self, row: AuditRow) -> None:
         self._local.head = None  # the chain has a new head
