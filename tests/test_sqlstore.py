@@ -370,6 +370,18 @@ def test_a_held_write_lock_stops_only_fakes_on_its_schema_and_they_answer_503() 
                         ok(b.post("/api/agent/sessions", json={}), 201)
                         refused = a.post("/api/contexts", json=context_body(title="lost"))
                         assert ok(a.get(f"/api/contexts/{first['id']}")) == first  # no lock
+                        # the key is checked before any lock: a bad one is a 401, not a 503
+                        stranger = a.post(
+                            "/api/contexts",
+                            json=context_body(title="lost too"),
+                            headers={
+                                "Authorization": wire.authorization(
+                                    wire.KEY_PREFIX + "0" * wire.KEY_HEX_LENGTH
+                                )
+                            },
+                        )
+                        assert stranger.status_code == 401, stranger.text
+                        assert stranger.json()["error"] == "unauthorized"
                     body = refused.json()
                     assert refused.status_code == 503, body
                     assert body["error"] == "database_busy"

@@ -145,6 +145,16 @@ class ContextQBackend:
         first round trip, not in one of its own)."""
         return self.store.transaction()
 
+    def busy_answer(self, authorization: str | None, busy: ApiError) -> ApiError:
+        """What a request that found the database busy gets: ContextQ checks the key
+        before it touches any lock, so a bad key is still a 401 (the key is read without
+        the lock); a good one gets the 503."""
+        try:
+            self.authenticate(authorization)
+        except ApiError as refused:
+            return refused
+        return busy
+
     def authenticate(self, authorization: str | None) -> r.Principal:
         """The caller behind an ``Authorization`` header, or a 401."""
         plaintext = auth.bearer_key(authorization)

@@ -141,8 +141,13 @@ async def run_model(
     def run() -> T:
         if lone_read:
             return show(call())
-        with backend.request_transaction():
-            result = call()
+        try:
+            with backend.request_transaction():
+                result = call()
+        except ApiError as exc:
+            if exc.code != _msgs.DATABASE_BUSY:
+                raise
+            raise backend.busy_answer(authorization, exc) from exc
         return show(result)
 
     if executor is None or len(asyncio.all_tasks()) == 1:
