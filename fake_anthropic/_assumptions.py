@@ -55,3 +55,84 @@ THREAD_UNSUPPORTED_FIELDS: Final = ("cache_control", "context_management", "fall
 ``ThreadUnsupportedFeatureName``; which of them a real API refuses, and when, is assumed:
 here any of them present at all. The SDK's tool runner then stops threading and sends the
 full history, so context editing always runs unthreaded."""
+
+REQUIRED_EDIT_BETAS: Final[dict[str, str]] = {
+    "compact_20260112": "compact-2026-01-12",
+}
+"""A context-management edit the API takes only under its own beta besides
+``context-management-2025-06-27`` (the beta names are the SDK's; the refusal is assumed)."""
+
+COMPACTION_BETA: Final = "compact-2026-09-04"
+"""The beta the request field ``compaction`` needs (the SDK's runner says so); a request
+without it is refused like the other beta-gated fields."""
+
+# --- models ---------------------------------------------------------------------------
+
+MODEL_MAX_OUTPUT_TOKENS: Final[dict[str, int]] = {
+    "claude-opus-4-6": 128_000,
+    "claude-opus-4-5": 64_000,
+    "claude-opus-4-1": 32_000,
+    "claude-opus-4-0": 32_000,
+    "claude-opus-4-2025": 32_000,
+    "claude-sonnet-4-6": 64_000,
+    "claude-sonnet-4-5": 64_000,
+    "claude-sonnet-4-0": 64_000,
+    "claude-sonnet-4-2025": 64_000,
+    "claude-haiku-4-5": 64_000,
+    "claude-3-7-sonnet": 64_000,
+    "claude-3-5-haiku": 8_192,
+    "claude-3-haiku": 4_096,
+}
+"""The most output tokens (``max_tokens``) each model takes, by model-id prefix (the
+longest matching prefix wins; dated ids such as ``claude-sonnet-4-5-20250929`` match their
+alias). The values are the models overview's as this project knew them, so they are
+assumed; a model no prefix matches (a newer one, or a test's ``"m"``) is not checked, and
+betas that raise a model's limit (``output-128k-2025-02-19``) are not modelled."""
+
+# --- thinking -------------------------------------------------------------------------
+
+THINKING_ON: Final = ("enabled", "adaptive")
+"""``thinking.type`` values under which the thinking rules of a tool-use continuation
+apply (a final assistant turn must send back its thinking)."""
+
+MIN_THINKING_BUDGET: Final = 1024
+"""``thinking.budget_tokens`` must be at least this, and below ``max_tokens`` (documented
+in the SDK's ``BetaThinkingConfigEnabledParam``)."""
+
+SIGNATURES_ARE_CHECKED_WITH_THINKING_OFF: Final = True
+"""Whether a ``thinking`` block sent back is checked against its signature even when the
+request does not enable thinking. The docs say to pass blocks back unchanged; the API is
+assumed to check them always."""
+
+# --- clear_thinking_20251015 ------------------------------------------------------------
+
+CLEAR_THINKING_DEFAULT_KEEP: Final = 1
+"""Thinking turns ``clear_thinking_20251015`` keeps when ``keep`` is not given (the docs:
+the last assistant turn's thinking)."""
+
+THINKING_TURN_IS_AN_ASSISTANT_MESSAGE: Final = True
+"""What ``clear_thinking_20251015`` counts as a thinking turn: each assistant message
+holding thinking blocks (a tool loop's messages count one each)."""
+
+# --- compaction -----------------------------------------------------------------------
+
+COMPACT_EDIT_DEFAULT_TRIGGER: Final = 150_000
+"""``compact_20260112`` fires when the prompt exceeds this many input tokens (the SDK's
+param docs: "Defaults to 150000 input tokens"); ``TRIGGER_IS_INCLUSIVE`` applies."""
+
+COMPACTION_BLOCK_PLACEMENT: Final = "first block of an assistant message"
+"""Where a ``compaction`` block with content may stand. The SDK's error type says "not the
+first block of the conversation, or in a system message"; a ``compact_20260112`` reply,
+though, starts an assistant message that follows the conversation it summarizes. So the
+fake refuses (``compaction_block_misplaced``) a compaction block in a user message or not
+first in its message, and the model sees the conversation from that block on (earlier
+messages dropped, as the compaction docs describe)."""
+
+DEFAULT_SUMMARY_CHARS: Final = 80
+"""How much of each message the default summary (no scripted ``compaction()`` next)
+quotes: "Summary of N message(s): user: …; assistant: …"."""
+
+SIGNATURE_PREFIX: Final = "scripted-sig-"
+"""Generated thinking and compaction signatures start with this; the fake remembers each
+one it issued with its text, and refuses a block whose signature it never issued or whose
+text changed (the API verifies signatures; its messages are assumed)."""

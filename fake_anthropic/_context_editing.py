@@ -1,4 +1,6 @@
-"""Server-side context editing (``clear_tool_uses_20250919``) as the scripted model applies it.
+"""Server-side context editing as the scripted model applies it: every edit the SDK 2.14
+types define (``clear_tool_uses_20250919``, ``clear_thinking_20251015``,
+``compact_20260112``).
 
 Documented (platform docs "Context editing", beta ``context-management-2025-06-27``, and
 the SDK's ``BetaClearToolUses20250919EditParam``): when the prompt exceeds ``trigger``
@@ -9,8 +11,20 @@ tool uses (default 3); ``exclude_tools`` names tools whose uses are never cleare
 parameters too; with ``clear_at_least`` the context is only modified if at least that
 many input tokens can be removed. The edit applies to what the model sees only: the
 client keeps its full history. The response reports ``context_management.applied_edits``
-with ``cleared_tool_uses`` and ``cleared_input_tokens``. What the docs leave open is in
-``_assumptions``.
+with ``cleared_tool_uses`` and ``cleared_input_tokens``.
+
+``clear_thinking_20251015`` (``BetaClearThinking20251015EditParam``) removes the thinking
+blocks of all but the ``keep`` most recent thinking turns (``{"type": "thinking_turns",
+"value": N}``, ``{"type": "all"}`` or ``"all"`` to keep every one); the docs require
+thinking to be enabled and the edit to come first among the edits. It reports
+``cleared_thinking_turns`` and ``cleared_input_tokens``.
+
+``compact_20260112`` (``BetaCompact20260112EditParam``) compacts the conversation once the
+prompt exceeds ``trigger`` (default 150,000 input tokens); this module only decides
+whether it fires (``Edited.compact``), the engine compacts (``_compaction``). It is not
+reported in ``applied_edits`` (the SDK's ``AppliedEdit`` has no compaction member); the
+compaction shows as the reply's leading ``compaction`` block. What the docs leave open is
+in ``_assumptions``.
 """
 
 from __future__ import annotations
@@ -23,6 +37,9 @@ from typing import Any
 from fake_anthropic import _assumptions as assumed
 
 CLEAR_TOOL_USES = "clear_tool_uses_20250919"
+CLEAR_THINKING = "clear_thinking_20251015"
+COMPACT = "compact_20260112"
+EDIT_TYPES = (CLEAR_TOOL_USES, CLEAR_THINKING, COMPACT)
 DEFAULT_TRIGGER = ("input_tokens", 100_000)
 DEFAULT_KEEP = 3
 
@@ -34,16 +51,14 @@ class EditRefused(ValueError):
     """A ``context_management`` value the API would refuse (400 invalid_request_error)."""
 
 
-class EditUnsupported(ValueError):
-    """A valid edit the scripted model does not implement (it would answer wrongly)."""
-
-
 @dataclass(frozen=True)
 class Edited:
-    """What the model sees after the edits, and the ``applied_edits`` to report."""
+    """What the model sees after the edits, the ``applied_edits`` to report, and the
+    ``compact_20260112`` edit if it fired (the engine then compacts)."""
 
     messages: list[Json]
     applied_edits: list[Json]
+    compact: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -56,27 +71,108 @@ class _Use:
     result_block: int
 
 
-def apply(config: object, messages: list[Json], measure: Measure) -> Edited:
-    """Apply every edit of a request's ``context_management`` to a copy of ``messages``."""
+def apply(config: object, messages: list[Json], measure: Measure, thinking: str | None) -> Edited:
+    """Apply every edit of a request's ``context_management`` to a copy of ``messages``;
+    ``thinking`` is the request's ``thinking.type`` (None if absent)."""
     if not isinstance(config, Mapping):
         raise EditRefused("context_management: must be an object")
     edits = config.get("edits", [])
     if not isinstance(edits, list):
         raise EditRefused("context_management.edits: must be a list")
     applied: list[Json] = []
+    compact: Mapping[str, Any] | None = None
     for i, edit in enumerate(edits):
         where = f"context_management.edits.{i}"
-        if not isinstance(edit, Mapping) or not isinstance(edit.get("type"), str):
-            raise EditRefused(f"{where}: must be an object with a 'type'")
-        if edit["type"] != CLEAR_TOOL_USES:
-            raise EditUnsupported(
-                f"{where}: the scripted model implements only {CLEAR_TOOL_USES}, "
-                f"not {edit['type']!r}"
-            )
-        messages, report = _clear_tool_uses(edit, where, messages, measure)
+        if not isinstance(edit, Mapping) or edit.get("type") not in EDIT_TYPES:
+            raise EditRefused(f"{where}: must be an object with 'type' one of {list(EDIT_TYPES)}")
+        kinds = [e.get("type") for e in edits if isinstance(e, Mapping)]
+        if kinds.count(edit["type"]) > 1:
+            raise EditRefused(f"{where}: {edit['type']} is given more than once")
+        report: Json | None
+        if edit["type"] == CLEAR_TOOL_USES:
+            messages, report = _clear_tool_uses(edit, where, messages, measure)
+        elif edit["type"] == CLEAR_THINKING:
+            if i != 0:
+                raise EditRefused(
+                    f"{where}: {CLEAR_THINKING} must be the first edit in context_management.edits"
+                )
+            if thinking not in ("enabled", "adaptive"):
+                raise EditRefused(f"{where}: {CLEAR_THINKING} requires thinking to be enabled")
+            messages, report = _clear_thinking(edit, where, messages, measure)
+        else:
+            if _compact_fires(edit, where, messages, measure):
+                compact = edit
+            report = None
         if report is not None:
             applied.append(report)
-    return Edited(messages, applied)
+    return Edited(messages, applied, compact)
+
+
+def _compact_fires(
+    edit: Mapping[str, Any], where: str, messages: list[Json], measure: Measure
+) -> bool:
+    trigger = _threshold(
+        edit.get("trigger"),
+        f"{where}.trigger",
+        ("input_tokens",),
+        ("input_tokens", assumed.COMPACT_EDIT_DEFAULT_TRIGGER),
+    )
+    assert trigger is not None
+    for name in ("instructions",):
+        if edit.get(name) is not None and not isinstance(edit[name], str):
+            raise EditRefused(f"{where}.{name}: must be a string")
+    pause = edit.get("pause_after_compaction")
+    if pause is not None and not isinstance(pause, bool):
+        raise EditRefused(f"{where}.pause_after_compaction: must be a boolean")
+    return _exceeds(measure(messages), trigger[1])
+
+
+def _thinking_keep(value: object, where: str) -> int | None:
+    """How many thinking turns to keep; None keeps all."""
+    if value is None:
+        return assumed.CLEAR_THINKING_DEFAULT_KEEP
+    if value == "all" or (isinstance(value, Mapping) and value.get("type") == "all"):
+        return None
+    if isinstance(value, Mapping) and value.get("type") == "thinking_turns":
+        amount = value.get("value")
+        if isinstance(amount, int) and not isinstance(amount, bool) and amount >= 0:
+            return amount
+        raise EditRefused(f"{where}.value: must be a non-negative integer")
+    raise EditRefused(
+        f"{where}: must be {{'type': 'thinking_turns', 'value': N}}, {{'type': 'all'}} or 'all'"
+    )
+
+
+def _clear_thinking(
+    edit: Mapping[str, Any], where: str, messages: list[Json], measure: Measure
+) -> tuple[list[Json], Json | None]:
+    keep = _thinking_keep(edit.get("keep"), f"{where}.keep")
+    turns = [
+        m
+        for m, message in enumerate(messages)
+        if message.get("role") == "assistant"
+        and any(
+            isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")
+            for b in _blocks(message)
+        )
+    ]
+    if keep is None or len(turns) <= keep:
+        return messages, None
+    targets = turns[: len(turns) - keep]
+    edited = copy.deepcopy(messages)
+    for m in targets:
+        edited[m]["content"] = [
+            b
+            for b in edited[m]["content"]
+            if not (isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking"))
+        ]
+    cleared = measure(messages) - measure(edited)
+    report = {
+        "type": CLEAR_THINKING,
+        "cleared_thinking_turns": len(targets),
+        "cleared_input_tokens": cleared,
+    }
+    return edited, report
 
 
 def _threshold(

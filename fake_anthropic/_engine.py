@@ -9,12 +9,14 @@ Faithful where the SDK or the docs say how the API behaves (SDK 2.14.0 source, s
 ``fake_anthropic``): errors in the API's shape ``{"type": "error", "error":
 {"type", "message", "details"?}, "request_id"}`` with the statuses the SDK maps
 (``thread_not_found`` 404, ``thread_already_continued`` / ``thread_unsupported_request``
-400); a ``tool_use`` must be answered by a ``tool_result`` in the next message;
-server-held threads keep each conversation under its reply's id and refuse ``system`` /
-``tools`` on a continue. A request the script cannot answer (used up, a script function
-that failed or returned no turn, a call of an undeclared tool, an edit the fake does not
-implement) is a *problem*: it answers 500 ``api_error`` with ``x-should-retry: false``
-(so no client retries it) and makes ``verify()`` fail.
+400); the API's own 400s (``_validation``); server-held threads keep each conversation
+under its reply's id and refuse ``system`` / ``tools`` on a continue; compaction
+(``_compaction``), context editing (``_context_editing``), ``count_tokens`` (same estimate,
+no turn consumed). A scripted ``api_error()`` answers its error as the API would (not a
+problem). A request the script cannot answer (used up, a script function that failed or
+returned no turn, a call of an undeclared tool, a thinking block without thinking enabled,
+a turn that breaks ``tool_choice``) is a *problem*: it answers 500 ``api_error`` with
+``x-should-retry: false`` (so no client retries it) and makes ``verify()`` fail.
 """
 
 from __future__ import annotations
@@ -25,13 +27,16 @@ import secrets
 import string
 import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from fake_anthropic import _assumptions as assumed
+from fake_anthropic import _compaction as compacting
 from fake_anthropic import _context_editing as editing
 from fake_anthropic import _sse as sse
+from fake_anthropic import _validation as check
+from fake_anthropic._errors import Refusal, invalid, problem
 from fake_anthropic._records import (
     AnsweredError,
     Conversation,
@@ -41,13 +46,27 @@ from fake_anthropic._records import (
     last_user_tool_results,
     tool_results_of,
 )
+from fake_anthropic._signatures import Signatures
 from fake_anthropic._transcript import describe, describe_item
-from fake_anthropic._turns import ScriptItem, Text, ToolUse, Turn, as_turn
+from fake_anthropic._turns import (
+    BLOCK_TYPES,
+    ApiError,
+    Compaction,
+    RedactedThinking,
+    ScriptItem,
+    ServerToolUse,
+    Text,
+    Thinking,
+    Turn,
+    as_turn,
+)
+from fake_anthropic._usage import iteration, usage
 
 Json = dict[str, Any]
 TokenEstimate = Callable[[str], int]
 
 MESSAGES_PATH = "/v1/messages"
+COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 CREATE_ONLY_FIELDS = ("system", "tools")  # SDK: the server takes them from the thread
 _ALPHABET = string.ascii_letters + string.digits
 
@@ -80,32 +99,12 @@ class Answer:
         return b"".join(self.chunks)
 
 
-class Refusal(Exception):
-    """An error answer; ``problem`` marks a script or fake failure that ``verify()`` reports."""
-
-    def __init__(
-        self,
-        status: int,
-        kind: str,
-        message: str,
-        *,
-        details: Json | None = None,
-        problem: bool = False,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.kind = kind
-        self.message = message
-        self.details = details
-        self.problem = problem
-
-
 def _invalid(message: str, details: Json | None = None) -> Refusal:
-    return Refusal(400, "invalid_request_error", message, details=details)
+    return invalid(message, details)
 
 
 def _problem(message: str) -> Refusal:
-    return Refusal(500, "api_error", f"scripted model: {message}", problem=True)
+    return problem(message)
 
 
 @dataclass
@@ -190,82 +189,6 @@ def _tool_names(messages: Sequence[Json]) -> dict[str, str]:
     }
 
 
-def _check_history(messages: Sequence[Json]) -> None:
-    """Refuse a history the API refuses: unpaired tool_use / tool_result, duplicate ids."""
-    seen_ids: set[str] = set()
-    for i, message in enumerate(messages):
-        uses = [
-            str(b.get("id"))
-            for b in _blocks(message)
-            if isinstance(b, dict) and b.get("type") == "tool_use"
-        ]
-        if message.get("role") == "assistant":
-            for use_id in uses:
-                if use_id in seen_ids:
-                    raise _invalid(f"messages.{i}: `tool_use` ids must be unique ({use_id})")
-                seen_ids.add(use_id)
-        if message.get("role") == "assistant" and uses and i + 1 < len(messages):
-            nxt = messages[i + 1]
-            answered = {
-                b.get("tool_use_id")
-                for b in _blocks(nxt)
-                if isinstance(b, dict) and b.get("type") == "tool_result"
-            }
-            missing = [u for u in uses if nxt.get("role") != "user" or u not in answered]
-            if missing:
-                raise _invalid(
-                    f"messages.{i + 1}: `tool_use` ids were found without `tool_result` blocks "
-                    f"immediately after: {', '.join(missing)}. Each `tool_use` block must have "
-                    "a corresponding `tool_result` block in the next message."
-                )
-        if message.get("role") == "user":
-            before = messages[i - 1] if i > 0 else {}
-            offered = {
-                b.get("id")
-                for b in _blocks(before)
-                if before.get("role") == "assistant" and isinstance(b, dict)
-            }
-            for j, block in enumerate(_blocks(message)):
-                if (
-                    isinstance(block, dict)
-                    and block.get("type") == "tool_result"
-                    and block.get("tool_use_id") not in offered
-                ):
-                    raise _invalid(
-                        f"messages.{i}.content.{j}: unexpected `tool_use_id` found in "
-                        f"`tool_result` blocks: {block.get('tool_use_id')}. Each `tool_result` "
-                        "block must have a corresponding `tool_use` block in the previous message."
-                    )
-
-
-def _check_fields(body: Json) -> list[Json]:
-    if not isinstance(body.get("model"), str) or not body["model"]:
-        raise _invalid("model: Field required")
-    max_tokens = body.get("max_tokens")
-    if max_tokens is None:
-        raise _invalid("max_tokens: Field required")
-    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
-        raise _invalid("max_tokens: must be an integer of at least 1")
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        raise _invalid("messages: Field required")
-    for i, message in enumerate(messages):
-        if (
-            not isinstance(message, dict)
-            or not isinstance(message.get("role"), str)
-            or not isinstance(message.get("content"), str | list)
-        ):
-            raise _invalid(f"messages.{i}: a message is an object with a 'role' and 'content'")
-    if "stream" in body and not isinstance(body["stream"], bool):
-        raise _invalid("stream: must be a boolean")
-    tools = body.get("tools")
-    if tools is not None and not (
-        isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
-    ):
-        raise _invalid("tools: must be a list of tool definitions")
-    return messages
-
-
 def _thread_of(value: object) -> tuple[ThreadKind | None, str | None]:
     if value is None:
         return None, None
@@ -296,6 +219,9 @@ class Engine:
         self._threads: dict[str, _Thread] = {}
         self._known: list[list[str]] = []
         self._allow_unused = False
+        self._signatures = Signatures()
+        self._thinking_replies: dict[str, bool] = {}
+        """Whether the reply holding each tool_use id began with thinking."""
 
     # --- the script ---------------------------------------------------------------
 
@@ -359,11 +285,14 @@ class Engine:
             draft = _Draft(len(self._requests) + 1, path + (f"?{query}" if query else ""))
             request_id = new_id("req_")
             try:
-                if path != MESSAGES_PATH:
+                if path not in (MESSAGES_PATH, COUNT_TOKENS_PATH):
                     raise Refusal(404, "not_found_error", f"Not found: {method} {path}")
                 if method != "POST":
                     raise Refusal(405, "invalid_request_error", f"Method {method} not allowed")
-                answer = self._messages(draft, headers, body, request_id)
+                if path == COUNT_TOKENS_PATH:
+                    answer = self._count_tokens(draft, headers, body, request_id)
+                else:
+                    answer = self._messages(draft, headers, body, request_id)
             except Refusal as refusal:
                 answer = self._refuse(draft, refusal, request_id)
             except Exception as exc:  # a bug of the fake or of a token estimate: report it
@@ -383,16 +312,12 @@ class Engine:
             error["details"] = refusal.details
         payload = {"type": "error", "error": error, "request_id": request_id}
         headers = [("content-type", "application/json"), ("request-id", request_id)]
+        headers.extend(refusal.headers)
         if refusal.problem:
             headers.append(("x-should-retry", "false"))
         return Answer(refusal.status, headers, [json.dumps(payload).encode()])
 
-    def _messages(
-        self, draft: _Draft, headers: Sequence[tuple[str, str]], raw: bytes, request_id: str
-    ) -> Answer:
-        body, sent = self._request(draft, headers, raw)
-        history, tools, system, thread = self._history(draft, body, sent)
-
+    def _measure(self, system: object, tools: list[Json] | None) -> Callable[[list[Json]], int]:
         def measure(messages: list[Json]) -> int:
             prompt: Json = {}
             if system is not None:
@@ -402,15 +327,96 @@ class Engine:
             prompt["messages"] = messages
             return self._estimate(json_text(prompt))
 
-        seen = history
+        return measure
+
+    def _checked_view(
+        self, body: Json, history: list[Json], tools: list[Json] | None, thinking: str | None
+    ) -> list[Json]:
+        """Run the API's checks of the conversation; return what the model sees of it
+        before context editing (from a compaction block on, if one was sent back)."""
+        start = check.compaction_start(history, self._signatures)
+        check.check_history(history, opens_with_compaction=start == 0)
+        check.check_thinking_blocks(history, self._signatures, thinking, self._thinking_replies)
+        check.check_tool_choice(body, tools, thinking)
+        return history[start:] if start else history
+
+    def _count_tokens(
+        self, draft: _Draft, headers: Sequence[tuple[str, str]], raw: bytes, request_id: str
+    ) -> Answer:
+        """``POST /v1/messages/count_tokens``: the estimate of what the model would read,
+        after context editing; no turn is consumed. ``compaction`` is accepted and ignored
+        (the SDK's docs), and a ``compact_20260112`` edit does not compact a count."""
+        body, sent = self._request(draft, headers, raw, max_tokens_required=False)
+        if not sent:
+            raise _invalid("messages: at least one message is required")
+        thinking = check.thinking_type(body)
+        tools = body.get("tools")
+        measure = self._measure(body.get("system"), tools)
+        seen = self._checked_view(body, sent, tools, thinking)
+        result: Json = {}
         if body.get("context_management") is not None:
-            try:
-                edited = editing.apply(body["context_management"], history, measure)
-            except editing.EditRefused as exc:
-                raise _invalid(str(exc)) from None
-            except editing.EditUnsupported as exc:
-                raise _problem(str(exc)) from None
-            seen, draft.applied_edits = edited.messages, edited.applied_edits
+            original = measure(seen)
+            seen, draft.applied_edits, _ = self._edit(body, seen, measure, thinking)
+            result["context_management"] = {"original_input_tokens": original}
+        draft.seen_messages = seen
+        result = {"input_tokens": measure(seen), **result}
+        draft.response = result
+        headers_out = [("content-type", "application/json"), ("request-id", request_id)]
+        return Answer(200, headers_out, [json.dumps(result).encode()])
+
+    def _edit(
+        self,
+        body: Json,
+        seen: list[Json],
+        measure: Callable[[list[Json]], int],
+        thinking: str | None,
+    ) -> tuple[list[Json], list[Json], Mapping[str, Any] | None]:
+        try:
+            edited = editing.apply(body["context_management"], seen, measure, thinking)
+        except editing.EditRefused as exc:
+            raise _invalid(str(exc)) from None
+        return edited.messages, edited.applied_edits, edited.compact
+
+    def _next_item(self, draft: _Draft, new: list[Json], history: list[Json]) -> ScriptItem:
+        if self._played >= len(self._script):
+            sent_now = describe(new, history)
+            raise _problem(
+                f"the script is used up: {len(self._script)} turn(s) scripted and played, and "
+                f"request {draft.index} asks for another. It sent:\n{sent_now}"
+            )
+        item = self._script[self._played]
+        self._played += 1
+        draft.turn = self._played
+        return item
+
+    def _summary(self, draft: _Draft, conversation: list[Json]) -> str:
+        """The scripted ``compaction()`` if it is next (consumed), else the default summary."""
+        if self._played < len(self._script):
+            item = self._script[self._played]
+            if isinstance(item, Compaction):
+                self._played += 1
+                draft.turn = self._played
+                return item.summary
+        return compacting.default_summary(conversation)
+
+    def _messages(
+        self, draft: _Draft, headers: Sequence[tuple[str, str]], raw: bytes, request_id: str
+    ) -> Answer:
+        body, sent = self._request(draft, headers, raw)
+        thinking = check.thinking_type(body)
+        check.check_max_tokens(body)
+        is_compaction = body.get("compaction") is not None
+        if is_compaction:
+            compacting.check_config(body)
+        history, tools, system, thread = self._history(draft, body, sent)
+        if is_compaction:
+            compacting.check_conversation(history)
+        seen = self._checked_view(body, history, tools, thinking)
+        measure = self._measure(system, tools)
+
+        compact: Mapping[str, Any] | None = None
+        if body.get("context_management") is not None:
+            seen, draft.applied_edits, compact = self._edit(body, seen, measure, thinking)
         draft.seen_messages = seen
         tool_names = _tool_names(history)
         canon = [_canon_message(m) for m in history]
@@ -422,23 +428,45 @@ class Engine:
         draft.tool_results = tool_results_of(draft.new_messages, tool_names)
         self._tool_results.extend(draft.tool_results)
 
-        if self._played >= len(self._script):
-            sent_now = describe(draft.new_messages, history)
-            raise _problem(
-                f"the script is used up: {len(self._script)} turn(s) scripted and played, and "
-                f"request {draft.index} asks for another. It sent:\n{sent_now}"
-            )
-        item = self._script[self._played]
-        self._played += 1
-        draft.turn = self._played
-        conversation = Conversation(
-            copy.deepcopy(seen),
-            last_user_tool_results(seen, tool_names),
-            copy.deepcopy(tools or []),
-            draft.index,
-        )
-        turn = self._turn(item, conversation)
-        blocks = self._content(turn, history, tools)
+        iterations: list[Json] | None = None
+        if is_compaction:
+            summary = self._summary(draft, seen)
+            blocks = [compacting.block(summary, self._signatures)]
+            turn = Turn((), "compaction")
+        else:
+            leading: list[Json] = []
+            if compact is not None:
+                before = measure(seen)
+                summary = self._summary(draft, seen)
+                leading = [compacting.block(summary, self._signatures)]
+                seen = [{"role": "assistant", "content": copy.deepcopy(leading)}]
+                draft.seen_messages = seen
+                made = {"input_tokens": before, "output_tokens": self._estimate(json_text(leading))}
+                iterations = [iteration("compaction", made)]
+            if compact is not None and compact.get("pause_after_compaction") is True:
+                blocks, turn = leading, Turn((), "compaction")
+            else:
+                item = self._next_item(draft, draft.new_messages, history)
+                if isinstance(item, ApiError):
+                    raise self._scripted_error(item)
+                if isinstance(item, Compaction):
+                    raise _problem(
+                        f"script item {self._played} is compaction({item.summary[:40]!r}), but "
+                        f"request {draft.index} asks for a turn, not a compaction (no `compaction` "
+                        "field, no compact_20260112 edit that fired)"
+                    )
+                conversation = Conversation(
+                    copy.deepcopy(seen),
+                    last_user_tool_results(seen, tool_names),
+                    copy.deepcopy(tools or []),
+                    draft.index,
+                )
+                turn = self._turn(item, conversation)
+                blocks = leading + self._content(turn, history, tools, body, thinking)
+        counts = usage(measure(seen), self._estimate(json_text(blocks)), blocks, turn.usage)
+        if iterations is not None:
+            iterations.append(iteration("message", counts))
+            counts["iterations"] = iterations
         message: Json = {
             "id": new_id("msg_"),
             "type": "message",
@@ -446,11 +474,8 @@ class Engine:
             "model": body["model"],
             "content": blocks,
             "stop_reason": turn.effective_stop_reason,
-            "stop_sequence": None,
-            "usage": {
-                "input_tokens": measure(seen),
-                "output_tokens": self._estimate(json_text(blocks)),
-            },
+            "stop_sequence": turn.stop_sequence,
+            "usage": counts,
         }
         if body.get("context_management") is not None:
             message["context_management"] = {"applied_edits": draft.applied_edits}
@@ -475,8 +500,22 @@ class Engine:
         headers = [("content-type", "application/json"), ("request-id", request_id)]
         return Answer(200, headers, [json.dumps(message, ensure_ascii=False).encode()])
 
+    @staticmethod
+    def _scripted_error(item: ApiError) -> Refusal:
+        headers: list[tuple[str, str]] = []
+        if item.retry_after is not None:
+            seconds = item.retry_after
+            value = str(int(seconds)) if float(seconds).is_integer() else repr(float(seconds))
+            headers.append(("retry-after", value))
+        return Refusal(item.status, item.type, item.message, headers=headers)
+
     def _request(
-        self, draft: _Draft, headers: Sequence[tuple[str, str]], raw: bytes
+        self,
+        draft: _Draft,
+        headers: Sequence[tuple[str, str]],
+        raw: bytes,
+        *,
+        max_tokens_required: bool = True,
     ) -> tuple[Json, list[Json]]:
         """The body and its messages, once the headers and fields pass the API's checks."""
         names = {name.lower() for name, _ in headers}
@@ -499,11 +538,25 @@ class Engine:
             raise Refusal(401, "authentication_error", "x-api-key header is required")
         if "anthropic-version" not in names:
             raise _invalid("anthropic-version: header is required")
-        sent = _check_fields(body)
+        sent = check.check_fields(body, max_tokens_required=max_tokens_required)
         draft.messages = draft.seen_messages = draft.new_messages = copy.deepcopy(sent)
-        for name, beta in assumed.REQUIRED_BETAS.items():
+        required = dict(assumed.REQUIRED_BETAS, compaction=assumed.COMPACTION_BETA)
+        for name, beta in required.items():
             if body.get(name) is not None and beta not in draft.betas:
                 raise _invalid(f"{name}: requires the beta header 'anthropic-beta: {beta}'")
+        edits = (
+            (body.get("context_management") or {}).get("edits")
+            if isinstance(body.get("context_management"), dict)
+            else None
+        )
+        for i, edit in enumerate(edits if isinstance(edits, list) else []):
+            kind = edit.get("type") if isinstance(edit, dict) else None
+            edit_beta = assumed.REQUIRED_EDIT_BETAS.get(str(kind))
+            if edit_beta is not None and edit_beta not in draft.betas:
+                raise _invalid(
+                    f"context_management.edits.{i}: {kind} requires the beta header "
+                    f"'anthropic-beta: {edit_beta}'"
+                )
         return body, sent
 
     def _history(
@@ -531,7 +584,6 @@ class Engine:
             history = copy.deepcopy(sent)
             tools, system = body.get("tools"), body.get("system")
         draft.messages = draft.seen_messages = history
-        _check_history(history)
         return history, tools, system, thread
 
     def _thread_for(
@@ -563,10 +615,11 @@ class Engine:
         return thread
 
     def _turn(self, item: ScriptItem, conversation: Conversation) -> Turn:
-        if isinstance(item, Turn | Text | ToolUse):
+        if isinstance(item, (Turn, *BLOCK_TYPES)):
             turn = as_turn(item)
             assert turn is not None
             return turn
+        assert callable(item)
         try:
             value = item(conversation)
         except Exception as exc:
@@ -582,34 +635,107 @@ class Engine:
             )
         return turn
 
-    def _content(self, turn: Turn, history: Sequence[Json], tools: list[Json] | None) -> list[Json]:
-        """The turn's blocks in the API's shape, with ids made; a call the model could not
-        make (an undeclared tool, a reused id) is a problem."""
+    def _content(
+        self,
+        turn: Turn,
+        history: Sequence[Json],
+        tools: list[Json] | None,
+        body: Json,
+        thinking: str | None,
+    ) -> list[Json]:
+        """The turn's blocks in the API's shape, with ids and signatures made; a turn the
+        model could not answer this request with is a problem."""
+        where = f"script item {self._played}"
         declared = [t.get("name") for t in tools or []]
         check_names = all(isinstance(n, str) for n in declared)
         used = set(_tool_names(history))
         blocks: list[Json] = []
         for block in turn.blocks:
             if isinstance(block, Text):
-                blocks.append({"type": "text", "text": block.text})
-                continue
-            if check_names and block.name not in declared:
-                raise _problem(
-                    f"script item {self._played} calls tool {block.name!r}, which the request "
-                    f"does not declare (its tools: {declared})"
+                shaped: Json = {"type": "text", "text": block.text}
+                if block.citations:
+                    shaped["citations"] = [copy.deepcopy(dict(c)) for c in block.citations]
+                blocks.append(shaped)
+            elif isinstance(block, Thinking | RedactedThinking):
+                if thinking not in assumed.THINKING_ON:
+                    kind = "thinking" if isinstance(block, Thinking) else "redacted_thinking"
+                    raise _problem(
+                        f"{where} plays a {kind} block, but the request does not enable `thinking`"
+                    )
+                if isinstance(block, Thinking):
+                    signature = self._signatures.sign_thinking(block.thinking, block.signature)
+                    blocks.append(
+                        {"type": "thinking", "thinking": block.thinking, "signature": signature}
+                    )
+                else:
+                    self._signatures.add_redacted(block.data)
+                    blocks.append({"type": "redacted_thinking", "data": block.data})
+            elif isinstance(block, ServerToolUse):
+                if check_names and block.name not in declared:
+                    raise _problem(
+                        f"{where} uses server tool {block.name!r}, which the request does not "
+                        f"declare (its tools: {declared})"
+                    )
+                use_id = block.id if block.id is not None else new_id("srvtoolu_")
+                blocks.append(
+                    {
+                        "type": "server_tool_use",
+                        "id": use_id,
+                        "name": block.name,
+                        "input": copy.deepcopy(dict(block.input)),
+                    }
                 )
-            use_id = block.id if block.id is not None else new_id("toolu_")
-            if use_id in used:
-                raise _problem(
-                    f"script item {self._played} reuses tool_use id {use_id!r} of this conversation"
+                blocks.append(
+                    {
+                        "type": block.result_type,
+                        "tool_use_id": use_id,
+                        "content": copy.deepcopy(block.content),
+                    }
                 )
-            used.add(use_id)
-            blocks.append(
-                {
-                    "type": "tool_use",
-                    "id": use_id,
-                    "name": block.name,
-                    "input": copy.deepcopy(dict(block.input)),
-                }
-            )
+            else:
+                if check_names and block.name not in declared:
+                    raise _problem(
+                        f"{where} calls tool {block.name!r}, which the request does not "
+                        f"declare (its tools: {declared})"
+                    )
+                use_id = block.id if block.id is not None else new_id("toolu_")
+                if use_id in used:
+                    raise _problem(f"{where} reuses tool_use id {use_id!r} of this conversation")
+                used.add(use_id)
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": use_id,
+                        "name": block.name,
+                        "input": copy.deepcopy(dict(block.input)),
+                    }
+                )
+        self._check_turn(turn, blocks, body, where)
+        first = blocks[0]["type"] if blocks else None
+        for b in blocks:
+            if b["type"] == "tool_use":
+                self._thinking_replies[b["id"]] = first in ("thinking", "redacted_thinking")
         return blocks
+
+    @staticmethod
+    def _check_turn(turn: Turn, blocks: list[Json], body: Json, where: str) -> None:
+        """A turn that keeps to the request's ``tool_choice`` and ``stop_sequences``."""
+        calls = [b["name"] for b in blocks if b["type"] == "tool_use"]
+        choice = body.get("tool_choice") or {}
+        kind = choice.get("type")
+        if kind == "none" and calls:
+            raise _problem(f"{where} calls {calls}, but the request's tool_choice is 'none'")
+        if kind == "any" and not calls:
+            raise _problem(f"{where} calls no tool, but the request's tool_choice is 'any'")
+        if kind == "tool" and choice.get("name") not in calls:
+            raise _problem(
+                f"{where} does not call {choice.get('name')!r}, which the request's "
+                "tool_choice forces"
+            )
+        if turn.stop_sequence is not None and turn.stop_sequence not in (
+            body.get("stop_sequences") or []
+        ):
+            raise _problem(
+                f"{where} stops on {turn.stop_sequence!r}, which is not among the request's "
+                f"stop_sequences {body.get('stop_sequences') or []}"
+            )

@@ -1,11 +1,15 @@
 """A reply as the Messages API streams it: server-sent events, each with its ``event:`` line.
 
 The sequence is the documented one: ``message_start`` (the message with empty
-``content``), a ``ping``, then per block ``content_block_start`` (text ``""``, tool_use
-``input: {}``), ``content_block_delta`` pieces (``text_delta``; ``input_json_delta``
-starting with an empty piece, whose pieces join into the input's JSON),
-``content_block_stop``; then ``message_delta`` with the stop reason, the cumulative usage
-and any ``context_management``, and ``message_stop``. The SDK skips an event without an
+``content`` and the full usage), a ``ping``, then per block ``content_block_start`` (text
+``""``, tool_use and server_tool_use ``input: {}``, thinking ``""`` with an empty
+signature, compaction with null content), ``content_block_delta`` pieces (``text_delta``
+then one ``citations_delta`` per citation; ``input_json_delta`` starting with an empty
+piece, whose pieces join into the input's JSON; ``thinking_delta`` pieces then one
+``signature_delta``; one ``compaction_delta`` with the whole summary), ``content_block_stop``
+(redacted thinking and server tool results arrive whole in their start event); then
+``message_delta`` with the stop reason, the cumulative usage and any
+``context_management``, and ``message_stop``. The SDK skips an event without an
 ``event:`` line, so every event has one.
 """
 
@@ -13,6 +17,8 @@ from __future__ import annotations
 
 import json
 from typing import Any
+
+from fake_anthropic._usage import delta_usage
 
 Json = dict[str, Any]
 
@@ -28,6 +34,36 @@ def pieces(value: str, size: int = PIECE_CHARS) -> list[str]:
     return [value[i : i + size] for i in range(0, len(value), size)] or [""]
 
 
+def _opened_and_deltas(block: Json) -> tuple[Json, list[Json]]:
+    """A block's ``content_block_start`` payload and its deltas."""
+    kind = block["type"]
+    if kind in ("tool_use", "server_tool_use"):
+        deltas = [
+            {"type": "input_json_delta", "partial_json": piece}
+            for piece in ["", *pieces(json.dumps(block["input"], ensure_ascii=False))]
+        ]
+        return {**block, "input": {}}, deltas
+    if kind == "text":
+        citations = block.get("citations") or []
+        opened = {k: v for k, v in block.items() if k != "citations"}
+        deltas = [{"type": "text_delta", "text": piece} for piece in pieces(block["text"])]
+        deltas += [{"type": "citations_delta", "citation": c} for c in citations]
+        return {**opened, "text": ""}, deltas
+    if kind == "thinking":
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in pieces(block["thinking"])]
+        deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        return {**block, "thinking": "", "signature": ""}, deltas
+    if kind == "compaction":
+        delta = {
+            "type": "compaction_delta",
+            "content": block.get("content"),
+            "encrypted_content": block.get("encrypted_content"),
+        }
+        return {**block, "content": None, "encrypted_content": None}, [delta]
+    # redacted_thinking and server tool results arrive whole in their start event
+    return block, []
+
+
 def events(message: Json) -> list[tuple[str, Json]]:
     """The (event name, data) pairs of ``message`` streamed."""
     usage = message["usage"]
@@ -36,21 +72,14 @@ def events(message: Json) -> list[tuple[str, Json]]:
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {"input_tokens": usage["input_tokens"], "output_tokens": START_OUTPUT_TOKENS},
+        "usage": {
+            **{k: v for k, v in usage.items() if k != "iterations"},
+            "output_tokens": START_OUTPUT_TOKENS,
+        },
     }
     out: list[tuple[str, Json]] = [("message_start", {"type": "message_start", "message": start})]
     for index, block in enumerate(message["content"]):
-        if block["type"] == "tool_use":
-            opened = {**block, "input": {}}
-            deltas = [
-                {"type": "input_json_delta", "partial_json": piece}
-                for piece in ["", *pieces(json.dumps(block["input"], ensure_ascii=False))]
-            ]
-        elif block["type"] == "text":
-            opened = {**block, "text": ""}
-            deltas = [{"type": "text_delta", "text": piece} for piece in pieces(block["text"])]
-        else:
-            raise ValueError(f"cannot stream a {block['type']!r} block")
+        opened, deltas = _opened_and_deltas(block)
         out.append(
             (
                 "content_block_start",
@@ -69,7 +98,7 @@ def events(message: Json) -> list[tuple[str, Json]]:
     delta: Json = {
         "type": "message_delta",
         "delta": {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]},
-        "usage": {"input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"]},
+        "usage": delta_usage(usage),
     }
     if "context_management" in message:
         delta["context_management"] = message["context_management"]

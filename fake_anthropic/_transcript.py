@@ -11,8 +11,18 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from fake_anthropic._records import RecordedRequest, result_text
-from fake_anthropic._turns import Text, ToolUse, Turn
+from fake_anthropic._records import RecordedRequest
+from fake_anthropic._turns import (
+    BLOCK_TYPES,
+    ApiError,
+    Compaction,
+    RedactedThinking,
+    ServerToolUse,
+    Text,
+    Thinking,
+    ToolUse,
+    Turn,
+)
 
 Json = dict[str, Any]
 SHORT = 160
@@ -45,19 +55,55 @@ class _Calls:
         return f"#{found}" if found is not None else f"#? ({use_id})"
 
 
+def _result_body(content: object, limit: int | None) -> str:
+    """A tool result's content: its text quoted, and any non-text blocks named."""
+    if isinstance(content, str) or content is None:
+        return _quote(content or "", limit)
+    if not isinstance(content, list):
+        return _compact(content)
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            parts.append(_compact(block))
+        elif block.get("type") == "text":
+            parts.append(_quote(str(block.get("text", "")), limit))
+        elif block.get("type") == "tool_reference":
+            parts.append(f"[tool_reference {block.get('tool_name')}]")
+        else:
+            parts.append(f"[{block.get('type')}]")
+    return " ".join(parts) if parts else '""'
+
+
 def _block_lines(block: object, calls: _Calls, limit: int | None) -> str:
     if not isinstance(block, dict):
         return _compact(block)
     kind = block.get("type")
     if kind == "text":
-        return f"text {_quote(str(block.get('text', '')), limit)}"
+        cited = block.get("citations") or []
+        note = f" ({len(cited)} citation(s))" if cited else ""
+        return f"text {_quote(str(block.get('text', '')), limit)}{note}"
     if kind == "tool_use":
         call = calls.number(block.get("id"))
         return f"tool_use {call} {block.get('name')} {_compact(block.get('input'))}"
     if kind == "tool_result":
         status = "error" if block.get("is_error") is True else "ok"
-        body = _quote(result_text(block.get("content")), limit)
+        body = _result_body(block.get("content"), limit)
         return f"tool_result {calls.known(block.get('tool_use_id'))} {status} {body}"
+    if kind == "thinking":
+        return f"thinking {_quote(str(block.get('thinking', '')), limit)}"
+    if kind == "redacted_thinking":
+        return f"redacted_thinking ({len(str(block.get('data', '')))} chars)"
+    if kind == "compaction":
+        content = block.get("content")
+        summary = _quote(str(content), limit) if content is not None else "(failed: no summary)"
+        return f"compaction {summary}"
+    if kind == "server_tool_use":
+        call = calls.number(block.get("id"))
+        return f"server_tool_use {call} {block.get('name')} {_compact(block.get('input'))}"
+    if isinstance(kind, str) and kind.endswith("_tool_result") and "tool_use_id" in block:
+        content = block.get("content")
+        size = f"{len(content)} result(s)" if isinstance(content, list) else _compact(content)
+        return f"{kind} {calls.known(block.get('tool_use_id'))} {size}"
     rest = {k: v for k, v in block.items() if k != "type"}
     return f"{kind} {_compact(rest)}"
 
@@ -90,19 +136,43 @@ def describe(messages: Sequence[Json], history: Sequence[Json]) -> str:
     return "\n".join(message_lines(messages, calls, indent="  ", limit=SHORT)) or "  (nothing)"
 
 
+def _describe_block(block: object) -> str:
+    if isinstance(block, Text):
+        return f"text {_quote(block.text, 60)}"
+    if isinstance(block, ToolUse):
+        return f"tool_use {block.name} {_compact(dict(block.input))[:80]}"
+    if isinstance(block, Thinking):
+        return f"thinking {_quote(block.thinking, 60)}"
+    if isinstance(block, RedactedThinking):
+        return "redacted_thinking"
+    if isinstance(block, ServerToolUse):
+        return f"server_tool_use {block.name} {_compact(dict(block.input))[:80]}"
+    return repr(block)
+
+
 def describe_item(item: object) -> str:
     """A script item in a few words, for the report of items never played."""
-    turn = Turn((item,)) if isinstance(item, Text | ToolUse) else item
+    if isinstance(item, Compaction):
+        return f"compaction {_quote(item.summary, 60)}"
+    if isinstance(item, ApiError):
+        return f"api_error {item.status} {item.type}: {_quote(item.message, 60)}"
+    turn = Turn((item,)) if isinstance(item, BLOCK_TYPES) else item
     if isinstance(turn, Turn):
-        parts = [
-            f"text {_quote(b.text, 60)}"
-            if isinstance(b, Text)
-            else f"tool_use {b.name} {_compact(dict(b.input))[:80]}"
-            for b in turn.blocks
-        ]
+        parts = [_describe_block(b) for b in turn.blocks]
         return "turn: " + ("; ".join(parts) or "(no blocks)")
     name = getattr(item, "__qualname__", None) or type(item).__name__
     return f"function {name}"
+
+
+def _edit_line(edit: Json) -> str:
+    kind = edit.get("type")
+    if kind == "clear_thinking_20251015":
+        what = f"{edit.get('cleared_thinking_turns')} thinking turn(s)"
+    else:
+        what = f"{edit.get('cleared_tool_uses')} tool use(s)"
+    return (
+        f"  context editing: {kind} cleared {what}, {edit.get('cleared_input_tokens')} input tokens"
+    )
 
 
 def transcript(records: Sequence[RecordedRequest]) -> str:
@@ -120,20 +190,30 @@ def transcript(records: Sequence[RecordedRequest]) -> str:
             head.append("betas " + ",".join(r.betas))
         lines.append(" · ".join(head))
         lines.extend(message_lines(r.new_messages, calls))
-        for edit in r.applied_edits:
-            lines.append(
-                f"  context editing: {edit.get('type')} cleared {edit.get('cleared_tool_uses')} "
-                f"tool use(s), {edit.get('cleared_input_tokens')} input tokens"
-            )
+        lines.extend(_edit_line(edit) for edit in r.applied_edits)
         if r.error is not None:
             code = f" ({r.error.error_code})" if r.error.error_code else ""
             message = r.error.message.replace("\n", "\n    ")
-            lines.append(f"  refused: {r.error.status} {r.error.type}{code}: {message}")
+            label = "scripted error" if r.turn is not None else "refused"
+            lines.append(f"  {label}: {r.error.status} {r.error.type}{code}: {message}")
+        elif r.response is not None and "usage" not in r.response:
+            lines.append(f"  counted {r.response.get('input_tokens')} input tokens")
         elif r.response is not None:
             usage = r.response["usage"]
+            cache = [
+                f"{usage[key]} {name}"
+                for key, name in (
+                    ("cache_read_input_tokens", "cache read"),
+                    ("cache_creation_input_tokens", "cache written"),
+                )
+                if usage.get(key)
+            ]
+            stop = r.response["stop_reason"]
+            if r.response.get("stop_sequence") is not None:
+                stop += f" {_quote(r.response['stop_sequence'])}"
             lines.append(
-                f"  assistant ({r.response['stop_reason']}, {usage['input_tokens']} in / "
-                f"{usage['output_tokens']} out):"
+                f"  assistant ({stop}, {usage['input_tokens']} in / "
+                f"{usage['output_tokens']} out{''.join(', ' + c for c in cache)}):"
             )
             lines.extend(f"    {_block_lines(b, calls, None)}" for b in r.response["content"])
     return "\n".join(lines) + ("\n" if lines else "")

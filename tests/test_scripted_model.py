@@ -907,13 +907,18 @@ def test_served_to_a_subprocess() -> None:
 def test_script_accepts_blocks_turns_and_functions() -> None:
     model = ScriptedModel()
     answers: list[Callable[[Conversation], Any]] = [lambda c: turn(text(f"{len(c.messages)}"))]
-    model.script(text("a")).script(turn(text("b"), stop_reason="stop_sequence"), *answers)
+    model.script(text("a")).script(
+        turn(text("b"), stop_reason="stop_sequence", stop_sequence="END"), *answers
+    )
     replies = [
-        model.client.messages.create(model=MODEL, max_tokens=64, messages=PROMPT) for _ in range(3)
+        model.client.messages.create(
+            model=MODEL, max_tokens=64, messages=PROMPT, stop_sequences=["END"]
+        )
+        for _ in range(3)
     ]
-    assert [(first_text(r), r.stop_reason) for r in replies] == [
-        ("a", "end_turn"),
-        ("b", "stop_sequence"),
-        ("1", "end_turn"),
+    assert [(first_text(r), r.stop_reason, r.stop_sequence) for r in replies] == [
+        ("a", "end_turn", None),
+        ("b", "stop_sequence", "END"),
+        ("1", "end_turn", None),
     ]
     model.verify()
