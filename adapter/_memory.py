@@ -9,6 +9,7 @@ drive these generators with the sync or the async client (the sans-I/O split h11
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 from collections.abc import Generator, Iterable
@@ -38,7 +39,7 @@ DEFAULT_MAX_VIEW_CHARS = 16_000
 SIZE_KEY = "bytes"  # metadata key holding a file's UTF-8 size, so listings need no fetch
 DIGEST_CHARS = 20
 DIR_TAG_EXTRA = len(":dir:") + DIGEST_CHARS  # a directory tag: the tag, ':dir:', a digest
-MAX_KNOWN_DIRS = 4096  # directories a tool remembers holding files (forgotten all at once)
+SHOWN_OCCURRENCES = 10  # line numbers a str_replace error lists before 'and N more'
 
 
 T = TypeVar("T")
@@ -80,6 +81,71 @@ def byte_size(text: str) -> int:
 
 def numbered(lines: Iterable[str], start: int) -> list[str]:
     return [f"{str(i + start).rjust(LINE_NUMBER_WIDTH)}\t{line}" for i, line in enumerate(lines)]
+
+
+def occurrence_lines(content: str, old: str, shown: int) -> tuple[list[int], int]:
+    """The line numbers of the first ``shown`` occurrences of ``old`` in ``content`` and
+    how many there are, counted as the SDK's tool lists them (each match searched from one
+    past the last, so overlapping matches count), in time linear in the content: the SDK
+    counts the newlines before every match afresh, quadratic in a file of many matches."""
+    if not old:  # matches at every position, the end included
+        positions: Iterable[int] = range(min(shown, len(content) + 1))
+        total = len(content) + 1
+    elif not (fail := _borders(old))[-1]:  # no border: matches cannot overlap
+        total = content.count(old)
+        positions = _first_matches(content, old, shown)
+    else:
+        positions, total = _overlapping_matches(content, old, fail, shown)
+    lines: list[int] = []
+    line, last = 1, 0
+    for pos in positions:
+        line += content.count("\n", last, pos)
+        last = pos
+        lines.append(line)
+    return lines, total
+
+
+def _first_matches(content: str, old: str, shown: int) -> list[int]:
+    out: list[int] = []
+    pos = content.find(old)
+    while pos != -1 and len(out) < shown:
+        out.append(pos)
+        pos = content.find(old, pos + len(old))
+    return out
+
+
+def _borders(old: str) -> list[int]:
+    """Knuth-Morris-Pratt's table: the longest border (a prefix that is also a suffix) of
+    each prefix of ``old``."""
+    fail = [0] * len(old)
+    k = 0
+    for i in range(1, len(old)):
+        while k and old[i] != old[k]:
+            k = fail[k - 1]
+        if old[i] == old[k]:
+            k += 1
+        fail[i] = k
+    return fail
+
+
+def _overlapping_matches(
+    content: str, old: str, fail: list[int], shown: int
+) -> tuple[list[int], int]:
+    """Every match of a needle that overlaps itself, by Knuth-Morris-Pratt: linear where
+    repeated ``find`` would re-read the overlap at each match."""
+    first: list[int] = []
+    total = k = 0
+    for i, ch in enumerate(content):
+        while k and ch != old[k]:
+            k = fail[k - 1]
+        if ch == old[k]:
+            k += 1
+        if k == len(old):
+            total += 1
+            if len(first) < shown:
+                first.append(i - k + 1)
+            k = fail[k - 1]
+    return first, total
 
 
 def tree(rows: Iterable[tuple[str, int]], depth: int = 2) -> list[tuple[int, str]]:
@@ -225,13 +291,14 @@ class MemoryCore:
                 f"directory tags fit ContextQ's {MAX_TAG_CHARS}; got {len(tag)}"
             )
         if workspace is not None:
-            workspace = workspace.lower()
+            workspace = paths.fold_slug(workspace)
             if len(workspace) > MAX_WORKSPACE_SLUG_CHARS or not WORKSPACE_SLUG_RE.fullmatch(
                 workspace
             ):
                 raise ValueError(
-                    f"workspace {workspace!r} is not a valid ContextQ workspace "
-                    "slug (lowercase letters, digits and single hyphens)"
+                    f"workspace {workspace!r} is not a valid ContextQ workspace slug "
+                    "(lowercase ASCII letters, digits and single hyphens; other characters "
+                    "are not folded into these)"
                 )
         if not 0 < max_file_bytes <= MAX_CONTENT_BYTES:
             raise ValueError(
@@ -247,12 +314,6 @@ class MemoryCore:
         self.max_file_bytes = max_file_bytes
         self.max_view_chars = max_view_chars
         self.known_workspaces: set[str] = set()
-        # (workspace, directory) pairs seen holding a file, with every directory above each,
-        # so a create into one skips the read that proves its directory is not a file. One
-        # emptied since does no harm (a create makes it a directory again); one this tool
-        # turns into a file is forgotten then (``_forget``); another writer doing that is not
-        # seen, as writes are coordinated only within one tool.
-        self.known_dirs: set[tuple[str, str]] = set()
 
     # ----- locations -----
 
@@ -357,42 +418,16 @@ class MemoryCore:
         return self._under(found, directory)
 
     def _is_dir(self, workspace: str, rest: str) -> Plan[bool]:
-        """Whether anything stands at ``rest``: a directory, or (through its own tag) a file."""
+        """Whether anything stands at ``rest``: a directory, or (through its own tag) a file.
+        One row of its tag, the same read whatever the directory holds."""
         if not rest:
             return True
-        total, _ = yield from self._probe(workspace, rest)
-        return bool(total)
-
-    def _probe(self, workspace: str, rest: str) -> Plan[tuple[int, list[str]]]:
-        """One row of the tag of ``rest``: (how many rows carry it, the path of the row read).
-
-        The same one-row read whatever the directory holds."""
-        keys, total = yield from _do(
+        _, total = yield from _do(
             _api.list_context_keys(
                 workspace=workspace, tag=self.dir_tag(workspace, rest), limit=1, offset=None
             )
         )
-        return total, self._rests(keys, workspace)
-
-    def _remember(self, workspace: str, directory: str) -> None:
-        """Note that ``directory`` holds a file, and so do the directories above it."""
-        if len(self.known_dirs) >= MAX_KNOWN_DIRS:
-            self.known_dirs.clear()  # all at once: each entry's parents stay known with it
-        while directory:
-            self.known_dirs.add((workspace, directory))
-            directory = directory.rpartition("/")[0]
-
-    def _forget(self, workspace: str, rest: str) -> None:
-        """A file goes to ``rest``, so it and everything under it is no directory now. Only
-        a directory emptied since it was remembered is there to drop, so this rarely scans
-        (what is under it is remembered only with it)."""
-        if (workspace, rest) in self.known_dirs:
-            prefix = rest + "/"
-            self.known_dirs -= {
-                (ws, d)
-                for ws, d in tuple(self.known_dirs)  # a copy: a write on another loop may add
-                if ws == workspace and (d == rest or d.startswith(prefix))
-            }
+        return bool(total)
 
     def _rows(self, workspace: str, tag: str | None = None) -> Plan[list[Row]]:
         """Every file of this tool in one workspace, all pages."""
@@ -565,84 +600,69 @@ class MemoryCore:
             yield from self._no_such_workspace(loc, reading=False)
         self._check_size(file_text, path)
         yield from self._ensure_workspace(loc)
-        taken, ancestor = yield from self._obstacle(loc)
-        if taken:
-            raise exists
-        if ancestor is not None:
-            raise ToolError(
-                f"Cannot create {path}: {self.display(loc.workspace or '', ancestor)} is a "
-                "file, not a directory."
-            )
         try:
-            yield from self._create_row(loc, file_text)
+            created = yield from self._create_row(loc, file_text)
         except errors.ExternalIdTakenError:
             raise exists from None
-        return f"File created successfully at: {path}"
-
-    def _obstacle(self, loc: Location) -> Plan[tuple[bool, str | None]]:
-        """(whether a file or a directory stands at ``loc``, the file above it or None), in
-        one-row reads, so a create costs the same in a directory of any size.
-
-        A file carries the tag of its own path and of each directory above it, and nothing
-        is created under a file, so one row of a directory's tag tells a file (the row is
-        at the directory's own path) from a directory (a row under it: nothing above is a
-        file) and from nothing (no row: look a level up). Directories this tool has seen
-        hold a file skip that read; then one row of the path's own tag tells "already
-        exists" (a file there, or files under it), and the POST is atomic besides."""
-        ws = loc.workspace
-        assert ws is not None
-        parent = loc.rest.rpartition("/")[0]
-        above = parent
-        while above and (ws, above) not in self.known_dirs:
-            total, rests = yield from self._probe(ws, above)
-            if not total:
-                above = above.rpartition("/")[0]
-                continue
-            if above in rests:
-                return False, above
-            if any(r == loc.rest or r.startswith(loc.rest + "/") for r in rests):
-                return True, None
-            self._remember(ws, above)
-            break
-        if above != parent:  # the parent is a new directory: nothing stands at loc
-            return False, None
-        return (yield from self._is_dir(ws, loc.rest)), None
-
-    def _blocked(self, loc: Location) -> Plan[tuple[bool, str | None]]:
-        """(whether a file or a directory stands at ``loc``, the file above it or None).
-
-        Reads the parent directory's listing, whose tag a file at the parent's own path
-        carries too; a parent with files is a directory, and then nothing above it can be
-        a file, since nothing is ever created under a file. Only a new directory makes it
-        look further up, one row a level."""
-        assert loc.workspace is not None
-        ws = loc.workspace
-        parent = loc.rest.rpartition("/")[0]
-        if not parent:
-            return (yield from self._is_dir(ws, loc.rest)), None
-        found = yield from self._rows(ws, self.dir_tag(ws, parent))
-        if any(r.rest == parent for r in found):
-            return False, parent
-        taken = any(r.rest == loc.rest for r in found) or bool(self._under(found, loc.rest))
-        above = parent
-        while not found and "/" in above:
-            above = above.rpartition("/")[0]
-            keys, _ = yield from _do(
-                _api.list_context_keys(
-                    workspace=ws, tag=self.dir_tag(ws, above), limit=1, offset=None
+        ws = loc.workspace or ""
+        try:
+            conflict = yield from self._conflict(ws, loc.rest, mine=1)
+        except errors.ContextQError as exc:  # unchecked: take the row back rather than keep it
+            refusal = ToolError(f"Creating {path} failed: {_cause(exc)}.")
+        else:
+            if conflict is None:
+                return f"File created successfully at: {path}"
+            refusal = (
+                exists
+                if conflict == ""
+                else ToolError(
+                    f"Cannot create {path}: {self.display(ws, conflict)} is a file, not a "
+                    "directory."
                 )
             )
-            found = [Row(r, 0, 0) for r in self._rests(keys, ws)]
-            if any(r.rest == above for r in found):
-                return taken, above
-        return taken, None
+        try:
+            yield from _do(_api.delete_context(created.id))
+        except errors.NotFoundError:
+            pass
+        except errors.ContextQError as exc:
+            raise ToolError(
+                f"{str(refusal).rstrip('.')}; removing the file just written there failed "
+                f"({_cause(exc)}), so delete {path} (context {created.id})."
+            ) from None
+        raise refusal
 
-    def _rests(self, keys: list[tuple[int, str | None, Any]], workspace: str) -> list[str]:
-        owners = (self._owner(ext, workspace) for _, ext, _ in keys)
-        return [owner[1] for owner in owners if owner is not None and owner[1]]
+    def _conflict(self, workspace: str, rest: str, *, mine: int) -> Plan[str | None]:
+        """After this tool wrote ``mine`` rows at or under ``rest``: '' if anything else stands
+        there (a file, or files under it: "already exists"), else the nearest directory above
+        that is a file, else None. The reads come after the write, so of two writers that
+        conflict at least one sees the other, whatever the interleaving (each writes before
+        it reads), and removes its own rows.
+
+        Every file carries the tag of its own path and of each directory above it, so one
+        row of ``rest``'s tag counts what stands at or under it; a file above is one keyed
+        lookup per level. No read depends on how many files a directory holds."""
+        _, total = yield from _do(
+            _api.list_context_keys(
+                workspace=workspace, tag=self.dir_tag(workspace, rest), limit=1, offset=None
+            )
+        )
+        if total > mine:
+            return ""
+        above = rest.rpartition("/")[0]
+        while above:
+            if (yield from self._fetch(Location("", workspace, above))) is not None:
+                return above
+            above = above.rpartition("/")[0]
+        return None
+
+    def _stands(self, workspace: str, rest: str) -> Plan[bool]:
+        """Whether a file or a directory stands at ``rest`` (one row of its tag, or a row
+        another tool wrote there without tags)."""
+        if (yield from self._is_dir(workspace, rest)):
+            return True
+        return (yield from self._fetch(Location("", workspace, rest))) is not None
 
     def _create_row(self, loc: Location, text: str) -> Plan[Context]:
-        self._forget(loc.workspace or "", loc.rest)
         created = yield from _do(
             _api.create_context(
                 self.context_type,
@@ -664,7 +684,6 @@ class MemoryCore:
                 f"The workspace '{loc.workspace}' no longer exists in ContextQ, so "
                 f"{self.display(loc.workspace or '', loc.rest)} was not written."
             )
-        self._remember(loc.workspace or "", loc.rest.rpartition("/")[0])
         return created
 
     # ----- str_replace and insert -----
@@ -708,14 +727,11 @@ class MemoryCore:
                 f"verbatim in {path}."
             )
         if count > 1:
-            matches: list[int] = []
-            start = 0
-            while (pos := content.find(old_str, start)) != -1:
-                matches.append(content[:pos].count("\n") + 1)
-                start = pos + 1
+            lines, total = occurrence_lines(content, old_str, SHOWN_OCCURRENCES)
+            more = f" and {total - len(lines)} more" if total > len(lines) else ""
             raise ToolError(
                 f"No replacement was performed. Multiple occurrences of old_str `{old_str}` in "
-                f"lines: {', '.join(map(str, matches))}. Please ensure it is unique"
+                f"lines: {', '.join(map(str, lines))}{more}. Please ensure it is unique"
             )
         changed = content[: content.find(old_str)].count("\n")
         new_content = content.replace(old_str, new_str)
@@ -813,20 +829,16 @@ class MemoryCore:
             is_dir = True
         if new.workspace != old.workspace:
             yield from self._ensure_workspace(new)
-        dest_exists = ToolError(f"The destination {new_path} already exists")
-        taken, ancestor = yield from self._blocked(new)
-        if taken:
-            raise dest_exists
-        if not source:
-            raise ToolError(f"The path {old_path} does not exist")
-        if is_dir and new.workspace == old.workspace and new.rest.startswith(old.rest + "/"):
+        into_itself = (
+            is_dir and new.workspace == old.workspace and new.rest.startswith(old.rest + "/")
+        )
+        if not source or into_itself:
+            # Nothing is written: the SDK names an existing destination first.
+            if (yield from self._stands(new.workspace, new.rest)):
+                raise ToolError(f"The destination {new_path} already exists")
+            if not source:
+                raise ToolError(f"The path {old_path} does not exist")
             raise ToolError(f"Cannot move the directory {old_path} into itself ({new_path}).")
-        if ancestor is not None:
-            raise ToolError(
-                f"Cannot rename to {new_path}: "
-                f"{self.display(new.workspace, ancestor)} is a file, not a "
-                "directory."
-            )
         yield from self._move(old, new, source, is_dir, contents)
         return f"Successfully renamed {old_path} to {new_path}"
 
@@ -838,60 +850,133 @@ class MemoryCore:
         is_dir: bool,
         contents: dict[int, str],
     ) -> Plan[None]:
-        """Copy every file, then delete the originals; undo what can be undone on failure."""
+        """Copy every file, check the destination as a create does (after writing), then
+        delete the originals; undo what can be undone on failure."""
         assert old.workspace is not None and new.workspace is not None
         copies: list[tuple[Row, Context]] = []
         cut = len(old.rest)
-        for row in source:
-            target = Location("", new.workspace, new.rest + row.rest[cut:] if is_dir else new.rest)
-            try:
+        refusal: ToolError | None = None
+        try:
+            for row in source:
+                target = Location(
+                    "", new.workspace, new.rest + row.rest[cut:] if is_dir else new.rest
+                )
                 text = contents.get(row.id)
                 if text is None:
-                    original = yield from _do(_api.get_context(row.id))
-                    text = original.content
-                copy = yield from self._create_row(target, text)
-            except (errors.ContextQError, ToolError) as exc:
-                left = yield from self._undo_copies(copies)
-                if left:
-                    raise ToolError(
-                        f"Renaming {old.path} to {new.path} failed partway and could not be "
-                        f"fully undone: these copies remain beside their originals: "
-                        f"{self._pairs(old, new, left)}. Delete the copies. Cause: "
-                        f"{_cause(exc)}"
-                    ) from None
-                if isinstance(exc, errors.ExternalIdTakenError):
-                    raise ToolError(f"The destination {new.path} already exists") from None
-                raise ToolError(
+                    text = (yield from _do(_api.get_context(row.id))).content
+                copies.append((row, (yield from self._create_row(target, text))))
+            conflict = yield from self._conflict(new.workspace, new.rest, mine=len(copies))
+        except (errors.ContextQError, ToolError) as exc:
+            if isinstance(exc, errors.ExternalIdTakenError):
+                refusal = ToolError(f"The destination {new.path} already exists")
+            else:
+                refusal = ToolError(
                     f"Renaming {old.path} failed before anything moved: {_cause(exc)}"
-                ) from None
-            copies.append((row, copy))
-        for i, (row, _copy) in enumerate(copies):
+                )
+        else:
+            if conflict == "":
+                refusal = ToolError(f"The destination {new.path} already exists")
+            elif conflict is not None:
+                refusal = ToolError(
+                    f"Cannot rename to {new.path}: {self.display(new.workspace, conflict)} "
+                    "is a file, not a directory."
+                )
+        if refusal is not None:
+            left = yield from self._undo_copies(copies)
+            if left:
+                raise ToolError(
+                    f"Renaming {old.path} to {new.path} failed partway and could not be "
+                    f"fully undone: these copies remain beside their originals: "
+                    f"{self._pairs(old, new, left)}. Delete the copies. Cause: "
+                    f"{_cause(refusal)}"
+                )
+            raise refusal
+        vanished: list[tuple[Row, Context]] = []
+        for i, (row, copy) in enumerate(copies):
             try:
-                yield from _do(_api.delete_context(row.id))
-            except errors.NotFoundError:
-                continue
+                if not (yield from self._delete_original(row.id)):
+                    vanished.append((row, copy))
             except errors.ContextQError as exc:
-                left = yield from self._undo_copies(copies[i:])
-                moved = f" ({i} file(s) had already moved to {new.path})" if i else ""
+                left = yield from self._undo_copies(vanished + copies[i:])
+                moved = i - len(vanished)
+                done = f" ({moved} file(s) had already moved to {new.path})" if moved else ""
                 if not left:
                     raise ToolError(
                         f"Renaming {old.path} to {new.path} failed while removing the "
                         f"originals ({_cause(exc)}); the copies of the files not yet moved "
-                        f"were removed again, so {old.path} keeps them{moved}."
+                        f"were removed again, so {old.path} keeps them{done}."
                     ) from None
                 raise ToolError(
                     f"Renaming {old.path} to {new.path} failed and could not be undone: "
                     f"these files now exist at both paths: {self._pairs(old, new, left)}. "
-                    f"Delete one of each{moved}. Cause: {_cause(exc)}"
+                    f"Delete one of each{done}. Cause: {_cause(exc)}"
                 ) from None
+        if vanished:
+            yield from self._vanished(old, new, vanished, moved=len(copies) - len(vanished))
         return None
+
+    def _delete_original(self, row_id: int) -> Plan[bool]:
+        """Delete a renamed file's original: True once done, False if it was gone already
+        (another writer renamed or deleted it meanwhile). Not retried, as a retry's 404
+        would look the same; if the answer is lost, one GET tells whether it happened."""
+        try:
+            yield from _do(dataclasses.replace(_api.delete_context(row_id), retryable=False))
+        except errors.NotFoundError:
+            return False
+        except errors.ContextQConnectionError:
+            try:
+                yield from _do(_api.get_context(row_id))
+            except errors.NotFoundError:
+                return True  # gone: this delete's own answer was the one lost
+            raise
+        return True
+
+    def _vanished(
+        self, old: Location, new: Location, vanished: list[tuple[Row, Context]], *, moved: int
+    ) -> Plan[NoReturn]:
+        """Originals another writer renamed or deleted while they were being copied: their
+        copies are removed again, so no file is left at two paths, and the error says so."""
+        assert old.workspace is not None and new.workspace is not None
+        left = yield from self._undo_copies(vanished)
+        gone = [(r, c) for r, c in vanished if (r, c) not in left]
+        also = f"; the other {moved} file(s) moved to {new.path}" if moved else ""
+        words = [
+            f"Renaming {old.path} to {new.path} conflicted with another writer, which "
+            "renamed or deleted "
+            + "; ".join(
+                f"{self.display(old.workspace, r.rest)} while it was being copied to "
+                f"{self.display(new.workspace, self._copy_rest(new, c))}"
+                for r, c in vanished
+            )
+        ]
+        if gone:
+            words.append(
+                "so the copy was removed again"
+                if len(vanished) == 1
+                else f"so {len(gone)} copies were removed again"
+            )
+        if left:
+            words.append(
+                "and these copies could not be removed, so each may duplicate a file the "
+                "other writer moved: "
+                + ", ".join(
+                    f"{self.display(new.workspace, self._copy_rest(new, c))} (context {c.id})"
+                    for _, c in left
+                )
+                + ". Delete them"
+            )
+        raise ToolError(", ".join(words) + also + f". View {ROOT} to see where things are now.")
+
+    @staticmethod
+    def _copy_rest(new: Location, copy: Context) -> str:
+        return copy.title if copy.title else new.rest
 
     def _pairs(self, old: Location, new: Location, left: list[tuple[Row, Context]]) -> str:
         """'old path (context a) and new path (context b)' for each duplicate left."""
         assert old.workspace is not None and new.workspace is not None
         parts = []
         for row, copy in left:
-            copy_rest = copy.title if copy.title else new.rest
+            copy_rest = self._copy_rest(new, copy)
             parts.append(
                 f"{self.display(old.workspace, row.rest)} (context {row.id}) and "
                 f"{self.display(new.workspace, copy_rest)} (context {copy.id})"

@@ -4,6 +4,7 @@ mapping from a path to a ContextQ workspace and external id."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from anthropic.lib.tools import ToolError
@@ -13,7 +14,29 @@ MAX_NAME_BYTES = 128
 MAX_PATH_BYTES = 240
 MAX_DEPTH = 16
 _ENCODED = re.compile(r"%(2e|2f|5c|00)", re.IGNORECASE)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# C0 and C1 controls and DEL (category Cc), and characters that steer or hide text:
+# format characters (Cf: bidi overrides, zero-width joiners and spaces...) and the line
+# and paragraph separators (Zl, Zp). None belongs in a name, and some make two different
+# names look alike in a listing.
+_REFUSED_CATEGORIES = {
+    "Cc": "control",
+    "Cf": "invisible format",
+    "Zl": "line separator",
+    "Zp": "paragraph separator",
+}
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _refused_character(path: str) -> str | None:
+    """'the control character U+009B' for the first character a name may not hold."""
+    for ch in path:
+        if " " <= ch <= "~":  # printable ASCII, nearly every character: skip the lookup
+            continue
+        kind = _REFUSED_CATEGORIES.get(unicodedata.category(ch))
+        if kind is not None:
+            name = unicodedata.name(ch, "")
+            return f"the {kind} character U+{ord(ch):04X}" + (f" ({name})" if name else "")
+    return None
 
 
 def segments(path: str) -> tuple[str, ...]:
@@ -31,8 +54,12 @@ def segments(path: str) -> tuple[str, ...]:
         names.pop()  # one trailing slash names the same directory
     if ".." in names and _escapes(names):
         raise ToolError(f"Path {path} would escape {ROOT} directory")
-    if _CONTROL.search(path):
-        raise ToolError(f"Path {path!r} contains a control character; names may not.")
+    refused = _refused_character(path)
+    if refused is not None:
+        raise ToolError(
+            f"Path {path!r} contains {refused}; names may not hold control or invisible "
+            "format characters."
+        )
     if "\\" in path:
         raise ToolError(f"Path {path} contains a backslash; separate names with '/'.")
     encoded = _ENCODED.search(path)
@@ -90,16 +117,34 @@ class Location:
         return self.workspace is not None and self.rest == ""
 
 
+def fold_slug(name: str) -> str:
+    """A workspace name as the slug it names: ASCII letters lowercased, nothing else folded,
+    so a name that only looks like a slug (the Kelvin sign U+212A for 'k', fullwidth
+    letters) stays what it is and is refused, never mapped onto another workspace."""
+    return name.translate(_ASCII_LOWER)
+
+
 def locate(path: str, pinned: str | None) -> Location:
-    """Where a safe path lives. In the default mode the first name is the workspace,
-    lowercased; whether it is a valid slug is checked by the caller, which can then name
+    """Where a safe path lives. In the default mode the first name is the workspace, its
+    ASCII letters lowercased; a name with any other character is refused here, and
+    whether an ASCII name is a valid slug is checked by the caller, which can then name
     the workspaces that do exist."""
     names = segments(path)
     if pinned is not None:
         return Location(path, pinned, "/".join(names))
     if not names:
         return Location(path, None, "")
-    return Location(path, names[0].lower(), "/".join(names[1:]))
+    if not names[0].isascii():
+        odd = next(ch for ch in names[0] if not ch.isascii())
+        name = unicodedata.name(odd, "")
+        raise ToolError(
+            f"Path {path!r}: the workspace name {names[0]!r} is not a ContextQ workspace "
+            f"slug, and is not folded into one: it holds U+{ord(odd):04X}"
+            + (f" ({name})" if name else "")
+            + ". A workspace name must already be the slug, in lowercase ASCII letters, "
+            "digits and single hyphens."
+        )
+    return Location(path, fold_slug(names[0]), "/".join(names[1:]))
 
 
 def external_id(tag: str, workspace: str, rest: str) -> str:

@@ -23,7 +23,10 @@ marked ``Difference N`` below:
    (messages are not compared);
 4. paths the adapter refuses for safety but the SDK accepts (sent to the adapter only,
    which must refuse them without sending ContextQ any request);
-5. views over 16,000 characters are cut by the adapter (texts are kept far shorter).
+5. views over 16,000 characters are cut by the adapter (texts are kept far shorter);
+6. a str_replace refused for several matches names the first ``SHOWN_OCCURRENCES`` lines
+   and how many more, where the SDK lists every one (the SDK's message is cut the same
+   way before comparing; up to that many, the messages are the same).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from hypothesis.stateful import (
 )
 
 from adapter import wire
+from adapter._memory import SHOWN_OCCURRENCES
 from adapter.tool import ContextQMemoryTool
 from fake_contextq import FakeContextQ
 
@@ -133,6 +137,27 @@ def mask_directory_sizes(result: str) -> str:
     return "\n".join(out)
 
 
+_MULTIPLE = re.compile(
+    r"^(?P<head>No replacement was performed\. Multiple occurrences of old_str `.*` in "
+    r"lines: )(?P<lines>[0-9, ]+)(?P<tail>\. Please ensure it is unique)$",
+    re.DOTALL,
+)
+
+
+def cap_occurrences(message: str) -> str:
+    """Difference 6: the SDK lists the line of every match; the adapter the first
+    ``SHOWN_OCCURRENCES`` and 'and N more'. Cut the SDK's list the same way."""
+    match = _MULTIPLE.match(message)
+    if match is None:
+        return message
+    lines = match["lines"].split(", ")
+    if len(lines) <= SHOWN_OCCURRENCES:
+        return message
+    shown = ", ".join(lines[:SHOWN_OCCURRENCES])
+    more = len(lines) - SHOWN_OCCURRENCES
+    return f"{match['head']}{shown} and {more} more{match['tail']}"
+
+
 def prune_empty_directories(root: Path) -> None:
     """Difference 2: ContextQ has no directories, only files whose paths have slashes, so a
     directory exists in the adapter exactly while a file is below it. The SDK keeps a
@@ -210,7 +235,7 @@ class MemoryDifferential(RuleBasedStateMachine):
         try:
             expected = ("ok", text(self.sdk.call(command)))
         except ToolError as exc:
-            expected = ("error", str(exc))
+            expected = ("error", cap_occurrences(str(exc)))  # Difference 6
         except OSError:
             expected = None  # Difference 3: the SDK crashed, not a ToolError.
         try:

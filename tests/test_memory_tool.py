@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -186,6 +187,12 @@ ATTACKS = [
     "/memories/a\\b",
     "/memories/a\x00b",
     "/memories/a\nb",
+    "/memories/a\x85b",  # C1 controls: NEXT LINE, and CSI, which starts a terminal sequence
+    "/memories/\x9b31mred.md",
+    "/memories/notes\u202e.md",  # bidi override
+    "/memories/no\u200btes.md",  # zero-width space
+    "/memories/\ufeffnotes.md",  # zero-width no-break space (BOM)
+    "/memories/d\u2028e/x.md",  # line separator
     "/memories/a%2e%2e/b",
     "/memories/%2E%2E/x",
     "/memories/a%2fb",
@@ -240,7 +247,59 @@ def test_generated_names_never_escape(name: str) -> None:
         return
     for n in names:
         assert n and not n.startswith(".") and "\\" not in n and "\x00" not in n
-        assert all(ord(c) >= 0x20 and c != "\x7f" for c in n)
+        assert all(unicodedata.category(c) not in ("Cc", "Cf", "Zl", "Zp") for c in n)
+
+
+def test_control_and_format_characters_are_named_in_the_refusal(
+    pinned: ContextQMemoryTool,
+) -> None:
+    assert fails(pinned, "create", path="/memories/a\x9bb.md", file_text="x") == (
+        "Path '/memories/a\\x9bb.md' contains the control character U+009B; names may not "
+        "hold control or invisible format characters."
+    )
+    assert fails(pinned, "view", path="/memories/notes\u202e.md") == (
+        "Path '/memories/notes\\u202e.md' contains the invisible format character U+202E "
+        "(RIGHT-TO-LEFT OVERRIDE); names may not hold control or invisible format characters."
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["\u212aeep", "\uff41cme", "acm\u0435"],  # Kelvin sign, fullwidth a, Cyrillic e
+    ids=["kelvin-sign", "fullwidth", "cyrillic"],
+)
+def test_a_workspace_name_is_never_folded_into_a_slug(
+    fake: FakeContextQ, tenant: Tenant, default: ContextQMemoryTool, name: str
+) -> None:
+    fake.create_workspace(tenant, "keep")
+    before = len(fake.journal)
+    for command, extra in (("create", {"file_text": "x"}), ("view", {})):
+        msg = fails(default, command, path=f"/memories/{name}/x.md", **extra)
+        assert "is not a ContextQ workspace slug, and is not folded into one" in msg
+        assert "must already be the slug" in msg
+    assert len(fake.journal) == before  # refused before any request
+    assert "KELVIN SIGN" in fails(default, "view", path="/memories/\u212aeep")
+    with pytest.raises(ValueError, match="not a valid ContextQ workspace slug"):
+        ContextQMemoryTool("sk_live_" + "a" * 40, workspace="\u212aeep")
+    run(default, "create", path="/memories/KEEP/x.md", file_text="ASCII letters fold")
+    assert [c.workspace for c in fake.contexts(tenant)] == ["keep"]
+
+
+def test_a_str_replace_of_many_matches_names_a_few_lines_and_how_many_more(
+    fake: FakeContextQ, key: str, acme: str
+) -> None:
+    tool = ContextQMemoryTool(key, http_client=fake.client(), workspace=acme, max_file_bytes=2**20)
+    run(tool, "create", path="/memories/many.md", file_text="ab\n" * 80_000)
+    msg = fails(tool, "str_replace", path="/memories/many.md", old_str="ab", new_str="c")
+    assert msg == (
+        "No replacement was performed. Multiple occurrences of old_str `ab` in lines: "
+        "1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 79990 more. Please ensure it is unique"
+    )
+    run(tool, "create", path="/memories/few.md", file_text="aaaa\nb aa\n")
+    assert fails(tool, "str_replace", path="/memories/few.md", old_str="aa", new_str="c") == (
+        "No replacement was performed. Multiple occurrences of old_str `aa` in lines: "
+        "1, 1, 1, 2. Please ensure it is unique"  # overlapping matches, as the SDK lists them
+    )
 
 
 def test_file_size_limit(fake: FakeContextQ, key: str, acme: str) -> None:
@@ -649,7 +708,7 @@ def test_options_that_cannot_work_are_refused() -> None:
         AsyncContextQMemoryTool(key, http_client=httpx2.Client())  # type: ignore[arg-type]
 
 
-# ----- create: the same few one-row reads in a directory of any size -----
+# ----- create: write, then the same few small reads in a directory of any size -----
 
 
 def _listings(fake: FakeContextQ) -> list[dict[str, list[str]]]:
@@ -660,33 +719,47 @@ def _listings(fake: FakeContextQ) -> list[dict[str, list[str]]]:
     ]
 
 
-def test_a_create_into_a_large_directory_makes_two_requests(
+def test_a_create_costs_the_same_requests_in_a_directory_of_any_size(
     fake: FakeContextQ, key: str, acme: str, pinned: ContextQMemoryTool
 ) -> None:
+    """POST, one row of the path's own tag, one keyed lookup per directory level above:
+    2 at the top, 3 one level down, whether the directory holds 510 files, one, or none,
+    and whether this tool instance has written there before (it remembers nothing)."""
     for i in range(510):  # more than one listing page
         run(pinned, "create", path=f"/memories/big/{i:03}.md", file_text="x")
     run(pinned, "create", path="/memories/small/a.md", file_text="x")
-    fake.journal.clear()
-    assert run(pinned, "create", path="/memories/big/new.md", file_text="y") == (
-        "File created successfully at: /memories/big/new.md"
-    )
-    assert len(fake.journal) <= 2, fake.journal.table()
-    first: dict[str, int] = {}
-    for directory in ("big", "small"):
-        unseen = ContextQMemoryTool(key, http_client=fake.client(), workspace=acme)
-        run(unseen, "create", path=f"/memories/{directory}.md", file_text="y")  # knows acme
-        fake.journal.clear()
-        run(unseen, "create", path=f"/memories/{directory}/other.md", file_text="y")
-        first[directory] = len(fake.journal)
-        assert all(q["limit"] == ["1"] for q in _listings(fake)), fake.journal.table()
-        fake.journal.clear()
-        run(unseen, "create", path=f"/memories/{directory}/third.md", file_text="y")
-        assert len(fake.journal) == 2, fake.journal.table()
-    assert first == {"big": 3, "small": 3}  # the directory's size plays no part
+    counts: dict[str, int] = {}
+    for tool_name, tool in (
+        ("seen", pinned),
+        ("unseen", ContextQMemoryTool(key, http_client=fake.client(), workspace=acme)),
+    ):
+        run(tool, "create", path=f"/memories/{tool_name}.md", file_text="y")  # knows acme
+        for name, path in (
+            ("top", f"/memories/top-{tool_name}.md"),
+            ("big", f"/memories/big/{tool_name}.md"),
+            ("small", f"/memories/small/{tool_name}.md"),
+            ("new", f"/memories/new-{tool_name}/a.md"),
+            ("deeper", f"/memories/big/sub-{tool_name}/a.md"),
+        ):
+            fake.journal.clear()
+            assert run(tool, "create", path=path, file_text="y") == (
+                f"File created successfully at: {path}"
+            )
+            counts[f"{tool_name} {name}"] = len(fake.journal)
+            assert next(e.method for e in fake.journal) == "POST", fake.journal.table()
+            assert all(q["limit"] == ["1"] for q in _listings(fake)), fake.journal.table()
+    for tool_name in ("seen", "unseen"):
+        assert {k.split()[1]: v for k, v in counts.items() if k.startswith(tool_name)} == {
+            "top": 2,
+            "big": 3,
+            "small": 3,
+            "new": 3,
+            "deeper": 4,
+        }
 
 
 @pytest.mark.parametrize("unseen", [False, True], ids=["seen-directory", "unseen-directory"])
-def test_refused_creates_keep_the_sdk_texts_and_write_nothing(
+def test_refused_creates_keep_the_sdk_texts_and_leave_the_store_as_it_was(
     fake: FakeContextQ,
     tenant: Tenant,
     key: str,
@@ -700,14 +773,12 @@ def test_refused_creates_keep_the_sdk_texts_and_write_nothing(
         run(pinned, "create", path=f"/memories/d/{i}.md", file_text="x")
     tool = ContextQMemoryTool(key, http_client=fake.client(), workspace=acme) if unseen else pinned
     before = [(c.id, c.external_id, c.content, c.tags) for c in fake.contexts(tenant)]
-    fake.journal.clear()
     for path in ("/memories/d/f.md", "/memories/d/sub", "/memories/d"):
         assert fails(tool, "create", path=path, file_text="new") == f"File {path} already exists"
     for path in ("/memories/d/f.md/x.md", "/memories/d/f.md/deep/er/x.md"):
         assert fails(tool, "create", path=path, file_text="new") == (
             f"Cannot create {path}: /memories/d/f.md is a file, not a directory."
         )
-    assert [e for e in fake.journal if e.method != "GET"] == [], fake.journal.table()
     assert [(c.id, c.external_id, c.content, c.tags) for c in fake.contexts(tenant)] == before
 
 
@@ -733,3 +804,43 @@ def test_a_directory_the_tool_turned_into_a_file_is_not_created_under(
         "Cannot create /memories/beta/w/b.md: /memories/beta/w is a file, not a directory."
     )
     assert not [c for c in fake.contexts(tenant) if (c.external_id or "").endswith("/b.md")]
+
+
+def test_a_create_whose_check_fails_takes_its_row_back(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool
+) -> None:
+    run(pinned, "create", path="/memories/first.md", file_text="x")  # knows acme
+    fake.faults.inject("GET", "/api/contexts", status=503, times=None)
+    msg = fails(pinned, "create", path="/memories/d/a.md", file_text="x")
+    assert msg.startswith("Creating /memories/d/a.md failed: ContextQ is unavailable (503)")
+    assert [c.external_id for c in fake.contexts(tenant)] == ["mem-tool:acme/first.md"]
+
+
+def test_a_rename_whose_original_delete_answer_is_lost_keeps_the_move(
+    fake: FakeContextQ, tenant: Tenant, key: str, acme: str
+) -> None:
+    """The original's DELETE is not retried (a retry's 404 would look like another writer
+    having moved the file); when its answer is lost, one GET tells that it happened."""
+    import httpx2
+
+    inner = fake.transport()
+    lost: list[str] = []
+
+    class LosesDeleteAnswers(httpx2.BaseTransport):
+        def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+            response = inner.handle_request(request)  # the request does reach ContextQ
+            if request.method == "DELETE":
+                lost.append(request.url.path)
+                raise httpx2.ReadError("connection reset", request=request)
+            return response
+
+    http = httpx2.Client(transport=LosesDeleteAnswers(), base_url=fake.base_url)
+    tool = ContextQMemoryTool(key, http_client=http, workspace=acme, retry_backoff=0.001)
+    run(tool, "create", path="/memories/a.md", file_text="A")
+    assert run(tool, "rename", old_path="/memories/a.md", new_path="/memories/b.md") == (
+        "Successfully renamed /memories/a.md to /memories/b.md"
+    )
+    assert len(lost) == 1  # not retried
+    assert [(c.external_id, c.content) for c in fake.contexts(tenant)] == [
+        ("mem-tool:acme/b.md", "A")
+    ]
