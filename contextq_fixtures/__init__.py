@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from contextq_fixtures import live_fixtures
+from contextq_fixtures import live_fixtures, recordings
 from contextq_fixtures._extra import needs_extra
 from contextq_fixtures._state import MARKER, MARKER_OPTIONS, MODEL_KEY
 from contextq_fixtures.fixtures import (
@@ -53,6 +53,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "report of a failed test (default: failed)",
     )
     live_fixtures.add_options(group)
+    recordings.add_options(group)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,6 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "slug, embeddings on/off, an LLM for handoffs)",
     )
     live_fixtures.configure(config)
+    recordings.configure(config)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -86,7 +88,7 @@ def scripted_model(request: pytest.FixtureRequest) -> Iterator[ScriptedModel]:
     with needs_extra("scripted_model"):
         from fake_anthropic import ScriptedModel
 
-    model = ScriptedModel()
+    model = recordings.model_for(request) or ScriptedModel()
     request.node.stash[MODEL_KEY] = model
     yield model
     model.verify()

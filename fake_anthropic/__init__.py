@@ -1,8 +1,13 @@
 """A scripted fake of the Anthropic Messages API, strict the way the real API is, so agent
 loops run offline: script the assistant's turns, point the SDK at the fake, and assert on
-what it was sent. ``fake-anthropic serve SCRIPT.json`` serves a script over HTTP."""
+what it was sent. ``fake-anthropic serve SCRIPT.json`` serves a script over HTTP;
+``fake-anthropic record`` records a real run, and ``ScriptedModel.from_recording`` replays
+it offline."""
 
 from fake_anthropic._engine import estimate_tokens
+from fake_anthropic._proxy import RecordingProxy
+from fake_anthropic._recording import Exchange
+from fake_anthropic._recording import load as load_recording
 from fake_anthropic._records import AnsweredError, Conversation, RecordedRequest, ToolResult
 from fake_anthropic._turns import (
     MEMORY_TOOL,
@@ -41,8 +46,10 @@ __all__ = [
     "Block",
     "Compaction",
     "Conversation",
+    "Exchange",
     "MemoryCommands",
     "RecordedRequest",
+    "RecordingProxy",
     "RedactedThinking",
     "ScriptItem",
     "ScriptedModel",
@@ -56,6 +63,7 @@ __all__ = [
     "api_error",
     "compaction",
     "estimate_tokens",
+    "load_recording",
     "memory",
     "redacted_thinking",
     "server_tool_use",

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from typing import Any, Protocol
 
-from fake_anthropic._engine import Engine
+from fake_anthropic._engine import Answer
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -14,7 +14,20 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-def asgi_app(engine: Engine) -> ASGIApp:
+class Handler(Protocol):
+    """What answers a request: the scripted engine, or a replayed recording."""
+
+    def handle(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: Sequence[tuple[str, str]],
+        body: bytes,
+    ) -> Answer: ...
+
+
+def asgi_app(engine: Handler) -> ASGIApp:
     """An ASGI app answering every HTTP request through ``engine``, one SSE event a chunk."""
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:

@@ -136,3 +136,17 @@ SIGNATURE_PREFIX: Final = "scripted-sig-"
 """Generated thinking and compaction signatures start with this; the fake remembers each
 one it issued with its text, and refuses a block whose signature it never issued or whose
 text changed (the API verifies signatures; its messages are assumed)."""
+
+# --- recordings -------------------------------------------------------------------------
+
+RECORDING_IGNORED_FIELDS: Final = ("metadata", "stream")
+"""Request fields strict replay does not compare (besides ids, ``cache_control`` and key
+order): ``metadata`` carries per-run values such as a user id, and ``stream`` is how the
+answer travels, not what is asked (a replay answers JSON or a stream as each request
+asks). Assumed here: that no other field legitimately changes between two runs of the
+same agent."""
+
+STREAM_ERROR_STATUSES: Final[dict[str, int]] = {"overloaded_error": 529}
+"""The HTTP status of a recorded stream ``error`` event replayed to a request that asks
+for JSON (a stream's error comes with status 200; the docs give no JSON equivalent): the
+error type's usual status, 500 for a type not listed."""

@@ -1,14 +1,22 @@
-"""``fake-anthropic serve SCRIPT.json``: a scripted model over HTTP, for a subprocess or a
-test suite in another language (point ``ANTHROPIC_BASE_URL`` at the printed URL)."""
+"""``fake-anthropic serve SCRIPT.json``: a scripted model (or a recording replayed) over
+HTTP, for a subprocess or a test suite in another language (point ``ANTHROPIC_BASE_URL``
+at the printed URL); ``fake-anthropic record --upstream URL --out FILE``: a recording
+proxy in front of the real API."""
 
 from __future__ import annotations
 
 import argparse
 import errno
+import json
+import socket
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from fake_anthropic import __version__
+from fake_anthropic._match import MATCH_MODES
+from fake_anthropic._proxy import DEFAULT_UPSTREAM, RecordingProxy
+from fake_anthropic._recording import is_recording
 from fake_anthropic.model import ScriptedModel
 
 DEFAULT_HOST = "127.0.0.1"
@@ -29,16 +37,89 @@ def _parser() -> argparse.ArgumentParser:
         '{"content": [...], "stop_reason": ...}. Ctrl-C stops it and prints the transcript; '
         "the exit status is 1 if the script was overrun or left unplayed.",
     )
-    serve.add_argument("script", metavar="SCRIPT", help="path of the JSON script")
+    serve.add_argument("script", metavar="SCRIPT", help="path of the JSON script or recording")
+    serve.add_argument(
+        "--match",
+        choices=MATCH_MODES,
+        default="strict",
+        help="for a recording: how a request must match the recorded one (strict)",
+    )
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind ({DEFAULT_HOST})")
     serve.add_argument("--port", type=int, default=0, help="port to bind (0: a free one)")
+    record = commands.add_parser(
+        "record",
+        help="record a run against the real API through a proxy",
+        description="A recording proxy: point ANTHROPIC_BASE_URL at the printed URL and run "
+        "your agent with its own key; each request goes to UPSTREAM unchanged and its answer "
+        "comes back unchanged (streams as they arrive), and every finished exchange is written "
+        "to FILE without credentials. Ctrl-C or SIGTERM stops it; FILE is complete after every "
+        "exchange. Replay FILE with `fake-anthropic serve FILE` or "
+        "ScriptedModel.from_recording(FILE).",
+    )
+    record.add_argument(
+        "--upstream", default=DEFAULT_UPSTREAM, help=f"the API to forward to ({DEFAULT_UPSTREAM})"
+    )
+    record.add_argument("--out", required=True, metavar="FILE", help="the recording to write")
+    record.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind ({DEFAULT_HOST})")
+    record.add_argument("--port", type=int, default=0, help="port to bind (0: a free one)")
     return parser
+
+
+def _listen(command: str, host: str, port: int) -> socket.socket | None:
+    from fake_server import bind_socket
+
+    try:
+        return bind_socket(host, port)
+    except OSError as exc:
+        line = f"fake-anthropic {command}: cannot listen on {host}:{port}: "
+        line += str(exc.strerror or exc)
+        if exc.errno == errno.EADDRINUSE:
+            line += " (another server is there? --port 0 picks a free port)"
+        print(line, file=sys.stderr)
+        return None
+
+
+def _load(path: str, match: str) -> ScriptedModel:
+    document = json.loads(Path(path).read_text("utf-8"))
+    if is_recording(document):
+        return ScriptedModel.from_recording(path, match="order" if match == "order" else "strict")
+    return ScriptedModel.from_json(document if isinstance(document, list) else path)
+
+
+def _record(args: argparse.Namespace) -> int:
+    from fake_server import run_foreground, url_for
+    from fake_server.served import stop_on_sigterm
+
+    try:
+        proxy = RecordingProxy(args.upstream, args.out)
+    except OSError as exc:
+        print(f"fake-anthropic record: cannot write {args.out}: {exc}", file=sys.stderr)
+        return 2
+    sock = _listen("record", args.host, args.port)
+    if sock is None:
+        return 1
+    url = url_for(args.host, sock.getsockname()[1])
+    stop_on_sigterm()
+    try:
+        print(
+            f"recording proxy to {proxy.upstream} listening on {url}, writing {args.out} "
+            "(Ctrl-C stops it)",
+            f"ANTHROPIC_BASE_URL={url}",
+            sep="\n",
+            flush=True,
+        )
+        run_foreground(proxy, sock)
+    except KeyboardInterrupt:
+        sock.close()
+    proxy.close()
+    print(f"recorded {len(proxy.exchanges)} exchange(s) to {args.out}", flush=True)
+    return 1 if proxy.failures else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        from fake_server import bind_socket, run_foreground, url_for
+        from fake_server import run_foreground, url_for
         from fake_server.served import stop_on_sigterm
     except ModuleNotFoundError as exc:
         print(
@@ -47,19 +128,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.command == "record":
+        return _record(args)
     try:
-        model = ScriptedModel.from_json(args.script)
+        model = _load(args.script, args.match)
     except (OSError, ValueError, TypeError) as exc:
         print(f"fake-anthropic serve: cannot load {args.script}: {exc}", file=sys.stderr)
         return 2
-    try:
-        sock = bind_socket(args.host, args.port)
-    except OSError as exc:
-        line = f"fake-anthropic serve: cannot listen on {args.host}:{args.port}: "
-        line += str(exc.strerror or exc)
-        if exc.errno == errno.EADDRINUSE:
-            line += " (another server is there? --port 0 picks a free port)"
-        print(line, file=sys.stderr)
+    sock = _listen("serve", args.host, args.port)
+    if sock is None:
         return 1
     url = url_for(args.host, sock.getsockname()[1])
     stop_on_sigterm()  # from here on SIGTERM ends as Ctrl-C does: transcript, then verify

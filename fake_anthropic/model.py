@@ -58,18 +58,20 @@ from typing import TYPE_CHECKING
 import anthropic
 import httpx2
 
+from fake_anthropic import _recording as recording
 from fake_anthropic._asgi import ASGIApp, asgi_app
 from fake_anthropic._engine import Answer, Engine, TokenEstimate, estimate_tokens
+from fake_anthropic._match import MatchMode
+from fake_anthropic._proxy import DEFAULT_UPSTREAM
+from fake_anthropic._recorder import Recorder
 from fake_anthropic._records import (
     RecordedRequest,
     ToolResult,
 )
+from fake_anthropic._replay import Replay
+from fake_anthropic._script_json import items_from_json
 from fake_anthropic._transcript import transcript
-from fake_anthropic._turns import (
-    ScriptItem,
-    check_item,
-    turns_from_json,
-)
+from fake_anthropic._turns import ScriptItem, check_item
 
 if TYPE_CHECKING:
     from fake_server import ServedApp
@@ -96,9 +98,10 @@ class ScriptedModel:
     """
 
     def __init__(self, *, token_estimate: TokenEstimate = estimate_tokens) -> None:
-        self._engine = Engine(token_estimate)
+        self._engine: Engine | Replay | Recorder = Engine(token_estimate)
         self._client: anthropic.Anthropic | None = None
         self._async_client: anthropic.AsyncAnthropic | None = None
+        self._api_key = API_KEY
 
     @classmethod
     def from_json(
@@ -107,13 +110,55 @@ class ScriptedModel:
         *,
         token_estimate: TokenEstimate = estimate_tokens,
     ) -> ScriptedModel:
-        """A model scripted from JSON: a list of turns, each a list of content blocks in the
-        API's shape or ``{"content": [...], "stop_reason": ...}``; ``source`` is that list
-        or the path of a file holding it."""
+        """A model scripted from JSON: a list of items, each a turn (a list of content
+        blocks in the API's shape, or ``{"content": [...], "stop_reason": ...,
+        "stop_sequence": ..., "usage": {...}}``), ``{"type": "compaction", "summary": ...}``
+        or ``{"type": "api_error", "status": ..., "error": {"type": ..., "message": ...},
+        "retry_after": ...}``; ``source`` is that list or the path of a file holding it."""
         data = source if isinstance(source, list) else json.loads(Path(source).read_text("utf-8"))
         model = cls(token_estimate=token_estimate)
-        model.script(*turns_from_json(data))
+        model.script(*items_from_json(data))
         return model
+
+    @classmethod
+    def from_recording(
+        cls, path: str | os.PathLike[str], *, match: MatchMode = "strict"
+    ) -> ScriptedModel:
+        """A model replaying a recording of ``fake-anthropic record`` in order: each
+        request answered with the recorded answer (a stream when the request streams).
+        ``match="strict"``: each request must equal the recorded one once ids, thread ids,
+        ``cache_control``, ``metadata``, ``stream`` and key order are normalised away; a
+        mismatch answers an API error showing the differences and fails ``verify()``.
+        ``match="order"``: only the sequence of endpoints must match."""
+        model = cls()
+        model._engine = Replay(recording.load(path), match, os.fspath(path))
+        return model
+
+    @classmethod
+    def recorder(
+        cls,
+        out: str | os.PathLike[str],
+        *,
+        api_key: str,
+        upstream: str = DEFAULT_UPSTREAM,
+    ) -> ScriptedModel:
+        """A model that is the ``upstream`` API itself, reached through a recording proxy
+        served on a loopback port: ``client`` / ``async_client`` send ``api_key`` there,
+        every finished exchange is written to ``out`` (without credentials), and
+        ``requests``, ``tool_results`` and ``transcript()`` describe the run as for a
+        scripted model. ``close()`` stops the proxy."""
+        model = cls()
+        recorder = Recorder(upstream, out)
+        recorder.start()
+        model._engine = recorder
+        model._api_key = api_key
+        return model
+
+    def close(self) -> None:
+        """Stop what the model serves in the background (a recorder's proxy); a scripted
+        or replaying model holds nothing, so this does nothing for it."""
+        if isinstance(self._engine, Recorder):
+            self._engine.close()
 
     # --- the script ---------------------------------------------------------------
 
@@ -182,29 +227,41 @@ class ScriptedModel:
     def client(self) -> anthropic.Anthropic:
         """An ``anthropic.Anthropic`` wired to this model (no network, no key, no retries)."""
         if self._client is None:
-            self._client = anthropic.Anthropic(
-                api_key=API_KEY,
-                base_url=BASE_URL,
-                max_retries=0,
-                http_client=httpx2.Client(transport=httpx2.MockTransport(self.handle)),
-            )
+            if isinstance(self._engine, Recorder):
+                self._client = anthropic.Anthropic(
+                    api_key=self._api_key, base_url=self._engine.url, max_retries=0
+                )
+            else:
+                self._client = anthropic.Anthropic(
+                    api_key=API_KEY,
+                    base_url=BASE_URL,
+                    max_retries=0,
+                    http_client=httpx2.Client(transport=httpx2.MockTransport(self.handle)),
+                )
         return self._client
 
     @property
     def async_client(self) -> anthropic.AsyncAnthropic:
         """An ``anthropic.AsyncAnthropic`` wired to this model, like ``client``."""
         if self._async_client is None:
-            self._async_client = anthropic.AsyncAnthropic(
-                api_key=API_KEY,
-                base_url=BASE_URL,
-                max_retries=0,
-                http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(self.ahandle)),
-            )
+            if isinstance(self._engine, Recorder):
+                self._async_client = anthropic.AsyncAnthropic(
+                    api_key=self._api_key, base_url=self._engine.url, max_retries=0
+                )
+            else:
+                self._async_client = anthropic.AsyncAnthropic(
+                    api_key=API_KEY,
+                    base_url=BASE_URL,
+                    max_retries=0,
+                    http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(self.ahandle)),
+                )
         return self._async_client
 
     @property
     def app(self) -> ASGIApp:
-        """The model as an ASGI app (``POST /v1/messages``)."""
+        """The model as an ASGI app (``POST /v1/messages``); a recorder's is its proxy."""
+        if isinstance(self._engine, Recorder):
+            return self._engine.proxy
         return asgi_app(self._engine)
 
     def serve(

@@ -1,0 +1,135 @@
+"""Recorded Claude runs for the ``scripted_model`` fixture, in pytest-recording's manner.
+
+A test marked ``@pytest.mark.anthropic_recording`` gets, as ``scripted_model``, a model
+replaying ``<test dir>/recordings/<test name>.json`` (``ScriptedModel.from_recording``);
+``--anthropic-record-mode`` says when to record it instead, through the recording proxy
+against the real API (``ANTHROPIC_API_KEY``, and ``ANTHROPIC_BASE_URL`` if set):
+
+- ``none`` (default): replay only; a missing recording fails the test, naming the file
+  and the option that records it;
+- ``once``: record the recordings that do not exist yet, replay the others;
+- ``all``: record every marked test again (re-recording after a drift).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+import pytest
+
+from contextq_fixtures._extra import needs_extra
+
+if TYPE_CHECKING:
+    from fake_anthropic import ScriptedModel
+
+RECORD_OPTION: Final = "--anthropic-record-mode"
+RECORD_MODES: Final = ("none", "once", "all")
+MARKER: Final = "anthropic_recording"
+MARKER_OPTIONS: Final = ("path", "match")
+RECORDINGS_DIR: Final = "recordings"
+KEY_VARIABLE: Final = "ANTHROPIC_API_KEY"
+UPSTREAM_VARIABLE: Final = "ANTHROPIC_BASE_URL"
+_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def add_options(group: pytest.OptionGroup) -> None:
+    group.addoption(
+        RECORD_OPTION,
+        choices=RECORD_MODES,
+        default="none",
+        help="for tests marked anthropic_recording: none replays recordings/<test>.json "
+        "(default), once records the missing ones against the real API, all records them "
+        f"all again (recording needs {KEY_VARIABLE})",
+    )
+
+
+def configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(path=None, match='strict'): scripted_model replays the recording "
+        f"<test dir>/{RECORDINGS_DIR}/<test name>.json (or path); {RECORD_OPTION} records it",
+    )
+    mode = config.getoption(RECORD_OPTION, default="none")
+    if mode != "none" and not os.environ.get(KEY_VARIABLE):
+        raise pytest.UsageError(
+            f"{RECORD_OPTION}={mode} records against the real Anthropic API and needs an API "
+            f"key: set {KEY_VARIABLE} (and {UPSTREAM_VARIABLE} for another endpoint), or "
+            f"replay with {RECORD_OPTION}=none"
+        )
+
+
+def recording_name(node: pytest.Item) -> str:
+    """The file name of a test's recording: its name (class-qualified), made path-safe."""
+    cls = getattr(node, "cls", None)
+    name = f"{cls.__name__}.{node.name}" if cls is not None else node.name
+    return _UNSAFE.sub("-", name).strip("-") + ".json"
+
+
+def recording_path(node: pytest.Item) -> Path:
+    marker = node.get_closest_marker(MARKER)
+    given = marker.kwargs.get("path") if marker is not None else None
+    base = Path(node.path).parent
+    if given is not None:
+        return base / str(given)
+    return base / RECORDINGS_DIR / recording_name(node)
+
+
+def _marker_options(node: pytest.Item) -> dict[str, object] | None:
+    marker = node.get_closest_marker(MARKER)
+    if marker is None:
+        return None
+    unknown = sorted(set(marker.kwargs) - set(MARKER_OPTIONS))
+    if marker.args or unknown:
+        raise pytest.UsageError(
+            f"@pytest.mark.{MARKER} takes the keyword options {', '.join(MARKER_OPTIONS)}; "
+            f"got {marker.args!r} {unknown!r}"
+        )
+    return dict(marker.kwargs)
+
+
+def model_for(request: pytest.FixtureRequest) -> ScriptedModel | None:
+    """The replaying or recording model of a marked test; None for an unmarked one."""
+    node = request.node
+    assert isinstance(node, pytest.Item)
+    options = _marker_options(node)
+    if options is None:
+        return None
+    with needs_extra("scripted_model"):
+        from fake_anthropic import ScriptedModel
+        from fake_anthropic._proxy import DEFAULT_UPSTREAM
+
+    path = recording_path(node)
+    mode = request.config.getoption(RECORD_OPTION)
+    if mode == "all" or (mode == "once" and not path.exists()):
+        model = ScriptedModel.recorder(
+            path,
+            api_key=os.environ[KEY_VARIABLE],
+            upstream=os.environ.get(UPSTREAM_VARIABLE) or DEFAULT_UPSTREAM,
+        )
+        request.addfinalizer(model.close)
+        return model
+    if not path.exists():
+        raise pytest.fail.Exception(
+            f"no recording {path} for {node.nodeid}: record it once with "
+            f"{RECORD_OPTION}=once ({KEY_VARIABLE} set), then commit it",
+            pytrace=False,
+        )
+    match = options.get("match", "strict")
+    if match not in ("strict", "order"):
+        raise pytest.UsageError(f"@pytest.mark.{MARKER}: match is 'strict' or 'order'")
+    return ScriptedModel.from_recording(path, match="order" if match == "order" else "strict")
+
+
+__all__ = [
+    "MARKER",
+    "RECORD_MODES",
+    "RECORD_OPTION",
+    "add_options",
+    "configure",
+    "model_for",
+    "recording_name",
+    "recording_path",
+]

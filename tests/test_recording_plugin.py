@@ -1,0 +1,125 @@
+"""The plugin's recordings under pytester: ``@pytest.mark.anthropic_recording`` replays
+``recordings/<test>.json`` through ``scripted_model``, and ``--anthropic-record-mode``
+records it through the proxy (the "real API" here is a served scripted model)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fake_anthropic import ScriptedModel, memory, text
+
+KEY = "sk-ant-api03-obviously-fake-plugin-key-0123456789"
+
+AGENT_TEST = """
+import pytest
+
+
+@pytest.mark.anthropic_recording
+def test_agent(scripted_model, memory_tool, fake_contextq, contextq_tenant):
+    final = scripted_model.client.beta.messages.tool_runner(
+        model="claude-opus-4-1",
+        max_tokens=1024,
+        tools=[memory_tool],
+        messages=[{"role": "user", "content": PROMPT}],
+    ).until_done()
+    assert final.content[0].text == "Noted."
+    assert [r.is_error for r in scripted_model.tool_results] == [False, False]
+    [row] = fake_contextq.contexts(contextq_tenant)
+    assert row.content == "Prefers TypeScript.\\n"
+"""
+
+
+def agent_test(prompt: str = "Remember that I prefer TypeScript.") -> str:
+    return f"PROMPT = {prompt!r}\n" + AGENT_TEST
+
+
+def upstream() -> ScriptedModel:
+    model = ScriptedModel()
+    model.script(
+        memory.view("/memories"),
+        memory.create("/memories/prefs.md", "Prefers TypeScript.\n"),
+        text("Noted."),
+    )
+    return model
+
+
+def test_record_once_then_replay_without_a_key(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_agent=agent_test())
+    recording = pytester.path / "recordings" / "test_agent.json"
+    real = upstream()
+    with real.serve() as served:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", served.url)
+        recorded = pytester.runpytest_subprocess(
+            "-p", "contextq_fixtures", "--anthropic-record-mode=once"
+        )
+    recorded.assert_outcomes(passed=1)
+    real.verify()
+    saved = recording.read_text("utf-8")
+    assert KEY not in saved
+    assert len(json.loads(saved)["exchanges"]) == 3
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    replayed = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    replayed.assert_outcomes(passed=1)
+
+    # once: an existing recording is replayed, not recorded again (no upstream is running)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    again = pytester.runpytest_subprocess("-p", "contextq_fixtures", "--anthropic-record-mode=once")
+    again.assert_outcomes(passed=1)
+
+    # a drifted request fails, with the diff, at teardown
+    pytester.makepyfile(test_agent=agent_test("Remember that I prefer Go."))
+    drifted = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    drifted.assert_outcomes(failed=1, errors=1)
+    drifted.stdout.fnmatch_lines(["*does not match exchange 1 of the recording*"])
+    drifted.stdout.fnmatch_lines(["*messages[[]0[]] (user).content[[]0[]] (text).text*"])
+
+
+def test_a_missing_recording_names_the_file_and_the_option(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=agent_test())
+    result = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*no recording *recordings/test_agent.json*--anthropic-record-mode=once*"]
+    )
+
+
+def test_recording_without_a_key_is_a_usage_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    pytester.makepyfile(test_agent=agent_test())
+    result = pytester.runpytest_subprocess("-p", "contextq_fixtures", "--anthropic-record-mode=all")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--anthropic-record-mode=all*needs an API key*ANTHROPIC_API_KEY*"]
+    )
+
+
+def test_unmarked_tests_keep_the_plain_scripted_model(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        from fake_anthropic import text
+
+        def test_plain(scripted_model):
+            scripted_model.script(text("hi"))
+            reply = scripted_model.client.messages.create(
+                model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]
+            )
+            assert reply.content[0].text == "hi"
+        """
+    )
+    pytester.runpytest_subprocess("-p", "contextq_fixtures").assert_outcomes(passed=1)
+
+
+def test_the_option_and_marker_are_documented(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("-p", "contextq_fixtures", "--help")
+    result.stdout.fnmatch_lines(["*--anthropic-record-mode*"])
+    markers = pytester.runpytest_subprocess("-p", "contextq_fixtures", "--markers")
+    markers.stdout.fnmatch_lines(["*anthropic_recording(path=None, match='strict')*"])
