@@ -242,6 +242,36 @@ MAX_WORKSPACE_SLUG_CHARS: Final = 64  # [assumed]
 MAX_WORKSPACE_NAME_CHARS: Final = 200  # [assumed]
 WORKSPACE_SLUG_RE: Final = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")  # [assumed]
 ID_RE: Final = re.compile(r"[1-9][0-9]{0,18}")  # [assumed] path ids are positive integers
+# [assumed] ids are signed 64-bit (Postgres bigint): a path id of up to 19 digits beyond this
+# names no row, so it is a 404 exactly as a missing id is (never a 400 or a 500).
+MAX_ID: Final = 2**63 - 1
+
+
+def id_in_range(value: int) -> bool:
+    """[assumed] Whether an id can name a row at all (1 .. ``MAX_ID``)."""
+    return 1 <= value <= MAX_ID
+
+
+# [assumed] A Postgres-backed service cannot store NUL (U+0000) in text: any string of a
+# request (a body field at any depth, metadata keys and values included, a query
+# parameter, a path segment) holding one is a 400 validation_error naming its field.
+FORBIDDEN_TEXT_CHARS: Final = "\x00"
+
+
+def has_forbidden_char(text: str) -> bool:
+    """[assumed] Whether ``text`` holds a character no string of a request may hold."""
+    return any(ch in text for ch in FORBIDDEN_TEXT_CHARS)
+
+
+# [assumed] Bodies are read as UTF-8, as a JSON.parse server reading its body as UTF-8 text
+# does: one leading UTF-8 byte order mark is skipped; UTF-16 and UTF-32 (with or without a
+# BOM) and any other byte sequence that is not UTF-8 are a 400 validation_error.
+BODY_ENCODING: Final = "utf-8"
+BODY_BOM: Final = b"\xef\xbb\xbf"
+
+# [assumed] A path parameter is one path segment, as a router's ``:param`` is: an unencoded
+# '/' inside it makes another path, which no route has (404); '%2F' is a '/' in the value.
+PATH_SEPARATOR: Final = "/"
 
 # [assumed] Bodies must be JSON; other content types get 415 (Fastify's default).
 JSON_MEDIA_TYPE: Final = "application/json"

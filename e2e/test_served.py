@@ -6,6 +6,7 @@ import contextlib
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+import sqlalchemy as sa
 
 from e2e.processes import (
     Served,
@@ -24,6 +26,7 @@ from e2e.processes import (
     stop,
 )
 from fake_contextq import FakeContextQ
+from tests.stores import postgres_schema
 
 NOTE = {"type": "reference", "title": "Prefs", "content": "Likes TypeScript."}
 
@@ -318,6 +321,93 @@ def test_a_bad_or_unreachable_database_url_is_one_line(url: str, shown: str, say
     assert bad.stderr.startswith(f"fake-contextq: cannot use the database {shown}: ")
     assert says in bad.stderr
     assert "s3cret" not in bad.stderr
+
+
+def test_a_sqlite_file_with_someone_elses_tables_is_refused_byte_for_byte(
+    tmp_path: Path,
+) -> None:
+    theirs = tmp_path / "theirs.db"
+    with contextlib.closing(sqlite3.connect(theirs)) as conn, conn:
+        conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+        conn.execute("INSERT INTO notes VALUES (1, 'keep me')")
+    before = theirs.read_bytes()
+    result = subprocess.run(
+        [*cli_command(), "serve", "--port", "0", "--db", str(theirs)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"fake-contextq: cannot use the database {theirs}: ")
+    assert "this fake did not create (notes)" in result.stderr
+    assert theirs.read_bytes() == before  # no table added, no switch to WAL, no pragma
+    assert [p.name for p in tmp_path.iterdir()] == ["theirs.db"]
+
+
+def test_a_postgres_schema_with_someone_elses_tables_is_refused_untouched() -> None:
+    with postgres_schema() as url:
+        engine = sa.create_engine(url)
+        try:
+            with engine.begin() as conn:
+                conn.execute(sa.text("CREATE TABLE invoices (id int PRIMARY KEY)"))
+            result = subprocess.run(
+                [*cli_command(), "serve", "--port", "0", "--database-url", url],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+            assert "this fake did not create (invoices)" in result.stderr
+            with engine.connect() as conn:
+                assert sa.inspect(conn).get_table_names() == ["invoices"]
+        finally:
+            engine.dispose()
+
+
+def _with_password(url: str, form: str, secret: str) -> str:
+    """``url`` (which has a query) carrying ``secret`` as its password, in one of the forms a
+    URL allows: ``user:pw@``, ``?password=`` or ``&password=``."""
+    if form == "userinfo":
+        return sa.make_url(url).set(password=secret).render_as_string(hide_password=False)
+    base, _, query = url.partition("?")
+    if form == "first-param":
+        return f"{base}?password={secret}&{query}"
+    return f"{base}?{query}&password={secret}"
+
+
+PASSWORD_FORMS = ["userinfo", "first-param", "later-param"]
+
+
+@pytest.mark.parametrize("form", PASSWORD_FORMS)
+def test_no_start_up_line_shows_the_database_password(form: str) -> None:
+    secret = "pw-shown-nowhere-7f3a"
+    with postgres_schema() as url:  # trust auth: any password is accepted
+        given = _with_password(url, form, secret)
+        assert secret in given
+        served = start("--database-url", given)
+        code, out, err = stop(served)
+    assert code == 0
+    assert secret not in "\n".join(served.banner) + out + err
+    assert "state in postgresql+psycopg://" in served.banner[0]
+
+
+@pytest.mark.parametrize("form", PASSWORD_FORMS)
+def test_no_error_line_shows_the_database_password(form: str) -> None:
+    secret = "pw-shown-nowhere-9c1e"
+    unreachable = "postgresql://me@127.0.0.1:1/test?options=-csearch_path%3Dx"
+    given = _with_password(unreachable, form, secret)
+    assert secret in given
+    result = subprocess.run(
+        [*cli_command(), "serve", "--port", "0", "--database-url", given],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert "OperationalError" in result.stderr
+    assert secret not in result.stdout + result.stderr
+    assert "***" in result.stderr
 
 
 # ----- stopping and handing over -----

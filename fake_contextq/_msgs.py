@@ -69,6 +69,8 @@ INVALID_ENUM = "Invalid enum value. Expected {options}, received {received!r}."
 OUT_OF_RANGE = "Must be an integer between {min} and {max}."
 NOT_AN_ID = "Must be a positive integer id, got {value!r}."
 NOT_UTF8 = "Percent-decoded, the path segment is not valid UTF-8."
+HAS_NUL = "Must not contain a NUL character (U+0000)."
+BODY_NOT_UTF8 = "the body is not UTF-8 (UTF-16 and UTF-32 are not read)"
 BAD_SLUG = (
     "Workspace slug must be 1-{max} characters of lowercase letters, digits and single "
     "hyphens, starting and ending with a letter or digit."
@@ -90,6 +92,9 @@ QUOTA_EXCEEDED_MSG = (
 
 # 413 / 415
 PAYLOAD_TOO_LARGE_MSG = "Request body is {size} bytes; the limit is {limit} bytes."
+PAYLOAD_TOO_LARGE_STREAMED_MSG = (
+    "Request body is larger than the limit of {limit} bytes (reading stopped at {read})."
+)
 UNSUPPORTED_MEDIA_TYPE_MSG = "Body must be sent as application/json (got {content_type!r})."
 
 # Faults and internals
@@ -133,3 +138,4 @@ PG_WRITE_LOCK = (
 )
 PG_TABLE_LOCK = "a row or table lock in schema {schema!r} of database {database!r}"
 SQLITE_LOCK = "the write lock of the SQLite database {path!r}"
+POOL_LOCK = "one of the {size} database connections of this fake, all in use"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import httpx2
 
@@ -23,6 +23,9 @@ from fake_contextq.http.journal import Journal
 from fake_contextq.http.transport import AsyncInProcessTransport, InProcessTransport, LoopRunner
 from fake_contextq.stores.memory import MemoryStore
 from fake_server import ServedApp
+
+if TYPE_CHECKING:
+    from fake_contextq.stores.sql import SqlStore
 
 TenantRef = Tenant | int
 
@@ -71,12 +74,13 @@ class FakeContextQ:
             summariser = llm
         else:
             raise TypeError(f"llm must be True, None or a callable, got {llm!r}")
+        self._made: SqlStore | None = None  # a store made here is closed with the fake
         if database_url is not None:
             if store is not None:
                 raise TypeError("give store= or database_url=, not both")
             from fake_contextq.stores.sql import SqlStore
 
-            store = SqlStore(database_url)
+            store = self._made = SqlStore(database_url)
         self.backend = ContextQBackend(
             MemoryStore() if store is None else store, clock, embed=embedder, llm=summariser
         )
@@ -189,7 +193,11 @@ class FakeContextQ:
         return served
 
     def close(self) -> None:
+        """Close the in-process clients' loops, and the database connections of a store
+        made from ``database_url`` (a ``store`` given ready is its owner's to close)."""
         self._runner.close()
+        if self._made is not None:
+            self._made.close()
 
     def __enter__(self) -> Self:
         return self

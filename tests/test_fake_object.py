@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import os
 import threading
 import time
 
@@ -223,3 +225,27 @@ def test_the_openapi_document_is_served(client: httpx2.Client) -> None:
     doc = client.get("/openapi.json").json()
     assert "/api/contexts/by-external/{external_id}" in doc["paths"]
     assert not any(p.startswith("/_fake") for p in doc["paths"])
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
+def test_threads_that_come_and_go_leave_no_event_loops_behind(fake: FakeContextQ, key: str) -> None:
+    """The sync in-process client runs each thread's requests on a loop of that thread's
+    own; a thread that ends takes its loop (and the loop's file descriptors) with it."""
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    statuses: list[int] = []
+    with fake.client(key) as c:
+        statuses.append(c.get("/api/contexts").status_code)
+        gc.collect()
+        before = open_fds()
+        for _ in range(30):
+            thread = threading.Thread(
+                target=lambda: statuses.append(c.get("/api/contexts").status_code)
+            )
+            thread.start()
+            thread.join(timeout=60)
+        gc.collect()
+        assert statuses == [200] * 31
+        assert open_fds() - before < 10  # a loop per thread left open would be 3 fds each

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import MutableMapping
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import httpx2
 import pytest
 
+from adapter import wire
+from fake_contextq import FakeContextQ
 from fake_server import ServedApp, bind_socket
 
 
@@ -45,3 +47,73 @@ def test_the_listening_socket_is_bound_as_tcp(host: str) -> None:
         pytest.skip(f"{host} cannot be bound here: {exc}")
     with sock:
         assert sock.proto == socket.IPPROTO_TCP
+
+
+# ----- the served fake under hostile requests ----------------------------------------------
+
+
+class _CountingBody:
+    """Wraps an ASGI app, counting the request body bytes the app reads (pulls through
+    ``receive``): what the server must hold for it, since uvicorn stops reading the socket
+    once 64 KiB wait unread."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.read = 0
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        async def counted() -> MutableMapping[str, Any]:
+            message: MutableMapping[str, Any] = await receive()
+            self.read += len(message.get("body", b""))
+            return message
+
+        await self.app(scope, counted, send)
+
+
+def test_a_huge_chunked_upload_gets_413_without_being_read_past_the_limit() -> None:
+    """A 120 MiB body with no length (chunked): the fake stops reading at the 8 MiB limit
+    and answers 413, so what it holds stays flat however much the client sends."""
+    mib = 1024 * 1024
+    sent = 0
+
+    def chunks() -> Iterator[bytes]:
+        nonlocal sent
+        block = b"x" * mib
+        for _ in range(120):
+            sent += len(block)
+            yield block
+
+    with FakeContextQ() as fake:
+        key = fake.mint_key(fake.create_tenant(), wire.SCOPES)
+        counting = _CountingBody(fake.app)
+        with ServedApp(counting) as served:
+            served.start()
+            with httpx2.Client(base_url=served.url, timeout=120) as client:
+                response = client.post(
+                    "/api/contexts",
+                    content=chunks(),
+                    headers={
+                        "Authorization": wire.authorization(key),
+                        "content-type": "application/json",
+                    },
+                )
+        assert response.status_code == 413, response.text
+        assert response.json()["error"] == "payload_too_large"
+        assert "reading stopped" in response.json()["message"]
+        assert wire.MAX_BODY_BYTES < counting.read <= wire.MAX_BODY_BYTES + 2 * mib
+        assert fake.contexts(1) == []
+
+
+@pytest.mark.parametrize(
+    "header", ["Bearer \u00e9".encode("latin-1"), "Bearer \u00e9".encode(), b"Bearer \xff\xfe"]
+)
+def test_a_malformed_control_token_is_a_401(header: bytes) -> None:
+    with (
+        FakeContextQ() as fake,
+        fake.serve(control_token="fkc_right") as served,
+        httpx2.Client(base_url=served.url) as client,
+    ):
+        for path in ("/_fake/tenants", "/_fake/journal"):
+            response = client.get(path, headers={b"Authorization": header})
+            assert response.status_code == 401, response.text
+            assert response.json()["error"] == "unauthorized"

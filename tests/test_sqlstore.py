@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -500,18 +501,155 @@ def test_a_postgres_connection_lost_under_the_fake_is_replaced() -> None:
             store.close()
 
 
-def test_nul_characters_round_trip_as_in_memory(client: httpx2.Client) -> None:
-    """Postgres text cannot hold NUL; the fake stores such a value escaped (as it does a
-    lone surrogate), so it answers as the memory store does, lookups included."""
+def test_nul_characters_are_refused_and_lone_surrogates_round_trip(
+    client: httpx2.Client, fake: FakeContextQ, tenant: Tenant
+) -> None:
+    """Postgres text cannot hold NUL: every store refuses it (wire.FORBIDDEN_TEXT_CHARS);
+    a lone surrogate is stored escaped and answers as in memory, lookups included."""
+    refused = client.post(
+        "/api/contexts",
+        json=context_body(title="a\0b", content="x'\0); --", externalId="id\0nul"),
+    )
+    assert refused.status_code == 400, refused.text
+    assert {i["path"] for i in refused.json()["issues"]} == {"title", "content", "externalId"}
+    assert fake.contexts(tenant) == []
+    raw = json.dumps(context_body(title="a\ud800b", externalId="id\udfff")).encode()
     made = ok(
-        client.post(
-            "/api/contexts",
-            json=context_body(title="a\0b", content="x'\0); --", externalId="id\0nul"),
-        ),
+        client.post("/api/contexts", content=raw, headers={"content-type": "application/json"}),
         201,
     )
-    assert (made["title"], made["content"]) == ("a\0b", "x'\0); --")
+    assert made["title"] == "a\ud800b"
     assert ok(client.get(f"/api/contexts/{made['id']}")) == made
-    assert ok(client.get("/api/contexts/by-external/id%00nul")) == made
-    hits = ok(client.post("/api/search", json={"query": "a"}))["results"]
-    assert [h["context"]["id"] for h in hits] == [made["id"]]
+
+
+# ----- connections ------------------------------------------------------------------------
+
+
+def _create_from(client: httpx2.Client, out: list[int]) -> None:
+    out.append(client.post("/api/contexts", json=context_body()).status_code)
+
+
+def test_threads_that_come_and_go_all_get_answers_and_keep_no_connections(
+    fake: FakeContextQ, key: str
+) -> None:
+    """25 short-lived threads, one after the other, then 16 at once, each with one request:
+    every one gets its 201, and the connections are the store's, few and given back."""
+    store = fake.store
+    assert isinstance(store, SqlStore)
+    statuses: list[int] = []
+    with fake.client(key) as c:
+        for _ in range(25):
+            thread = threading.Thread(target=_create_from, args=(c, statuses))
+            thread.start()
+            thread.join(timeout=60)
+        assert statuses == [201] * 25
+        assert store.connections_open() <= 2  # reused, not one (or two) per thread
+        barrier = threading.Barrier(16)
+
+        def at_once() -> None:
+            barrier.wait(timeout=60)
+            _create_from(c, statuses)
+
+        threads = [threading.Thread(target=at_once) for _ in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    assert statuses == [201] * 41
+    assert store.connections_open() <= store.max_connections
+    assert store.connections_lent() == 0  # every one given back
+    assert ok(fake.client(key).get("/api/contexts"))["total"] == 41
+
+
+def test_threads_each_with_their_own_store_client_do_not_exhaust_the_database(
+    db_url: str,
+) -> None:
+    """Many more threads than connections, each doing requests straight on the store (the
+    in-process client runs a lone request on the calling thread): all answered."""
+    store = SqlStore(db_url, connections=3)
+    try:
+        with FakeContextQ(store=store) as fake:
+            key = fake.mint_key(fake.create_tenant(), wire.SCOPES)
+            statuses: list[int] = []
+
+            def work() -> None:
+                with fake.client(key) as c:
+                    _create_from(c, statuses)
+
+            with ThreadPoolExecutor(max_workers=12) as pool:
+                list(pool.map(lambda _: work(), range(40)))
+            assert sorted(set(statuses)) == [201] and len(statuses) == 40
+            assert store.connections_open() <= 3 and store.connections_lent() == 0
+    finally:
+        store.close()
+
+
+def test_a_store_with_every_connection_lent_answers_503_naming_it(db_url: str) -> None:
+    store = SqlStore(db_url, connections=1, busy_timeout=0.2, lock_timeout=0.2)
+    try:
+        with FakeContextQ(store=store) as fake:
+            key = fake.mint_key(fake.create_tenant(), wire.SCOPES)
+            held, release = threading.Event(), threading.Event()
+
+            def hold() -> None:
+                with store.read():
+                    held.set()
+                    release.wait(timeout=60)
+
+            holder = threading.Thread(target=hold)
+            holder.start()
+            try:
+                assert held.wait(timeout=60)
+                with fake.client(key) as c:
+                    response = c.post("/api/contexts", json=context_body())
+                assert response.status_code == 503, response.text
+                assert "database connections" in response.json()["lock"]
+            finally:
+                release.set()
+                holder.join(timeout=60)
+            with fake.client(key) as c:
+                ok(c.post("/api/contexts", json=context_body()), 201)
+    finally:
+        store.close()
+
+
+# ----- a database this fake did not make ---------------------------------------------------
+
+
+def test_a_sqlite_file_with_foreign_tables_is_refused_and_left_byte_for_byte(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "theirs.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+        conn.execute("INSERT INTO notes VALUES (1, 'keep me')")
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(
+        SchemaVersionError, match=r"holds 1 table\(s\) this fake did not create \(notes\)"
+    ):
+        SqlStore(f"sqlite:///{path}")
+    assert path.read_bytes() == before  # no table, no WAL switch, no pragma written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["theirs.db"]
+
+
+def test_a_postgres_schema_with_foreign_tables_is_refused_and_left_as_it_was() -> None:
+    with postgres_schema() as url:
+        engine = sa.create_engine(url)
+        try:
+            with engine.begin() as conn:
+                conn.execute(sa.text("CREATE TABLE invoices (id int primary key)"))
+            with pytest.raises(SchemaVersionError, match=r"did not create \(invoices\)"):
+                SqlStore(url)
+            with engine.connect() as conn:
+                assert sa.inspect(conn).get_table_names() == ["invoices"]
+        finally:
+            engine.dispose()
+
+
+def test_a_new_sqlite_file_is_made_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    SqlStore(f"sqlite:///{path}").close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    conn.close()

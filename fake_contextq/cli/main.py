@@ -138,14 +138,24 @@ def _cannot_listen(prog: str, host: str, port: int, exc: OSError) -> str:
 
 
 def _redacted(url: str) -> str:
-    """The URL as it may be printed: no password (and nothing at all if it cannot be parsed,
-    since a malformed URL may still hold one)."""
-    import sqlalchemy as sa
+    """The URL as it may be printed: no password, whether given as ``user:pw@`` or as a
+    ``password`` query parameter (and nothing at all if it cannot be parsed, since a
+    malformed URL may still hold one)."""
+    from fake_contextq.stores.sql import redacted_url
 
     try:
-        return sa.make_url(url).render_as_string(hide_password=True)
+        return redacted_url(url)
     except Exception:
         return "given by --database-url"
+
+
+def _scrubbed(text: str, url: str) -> str:
+    """``text`` (an error's message, which may quote the URL) without the URL's passwords."""
+    from fake_contextq.stores.sql import url_secrets
+
+    for secret in url_secrets(url):
+        text = text.replace(secret, "***")
+    return text
 
 
 def _open(args: argparse.Namespace) -> tuple[FakeContextQ, str]:
@@ -169,6 +179,7 @@ def _open(args: argparse.Namespace) -> tuple[FakeContextQ, str]:
         raise  # a missing driver: serve() names the extra to install
     except Exception as exc:  # one clear line for a bad URL, file or schema, no traceback
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        detail = _scrubbed(detail, url)
         raise SystemExit(f"fake-contextq: cannot use the database {where}: {detail}") from None
 
 

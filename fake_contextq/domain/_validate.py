@@ -43,11 +43,12 @@ def decode_json(raw: bytes | str) -> Any:
     nesting with a RecursionError: both become 400s here, never a 500.
     """
     try:
-        value = json.loads(raw, parse_constant=_no_constants, parse_float=_finite)
+        text = _body_text(raw) if isinstance(raw, bytes) else raw
+        value = json.loads(text, parse_constant=_no_constants, parse_float=_finite)
     except json.JSONDecodeError as exc:
         detail = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
     except UnicodeDecodeError:
-        detail = "not valid UTF-8"
+        detail = _msgs.BODY_NOT_UTF8
     except ValueError as exc:
         detail = str(exc)
     except RecursionError:
@@ -62,6 +63,14 @@ def decode_json(raw: bytes | str) -> Any:
     )
 
 
+def _body_text(raw: bytes) -> str:
+    """The body as text, read as UTF-8 only (``wire.BODY_ENCODING``; one leading UTF-8 BOM
+    is skipped): Python's json would guess UTF-16 and UTF-32 from the first bytes."""
+    if raw.startswith(wire.BODY_BOM):
+        raw = raw[len(wire.BODY_BOM) :]
+    return raw.decode(wire.BODY_ENCODING)
+
+
 def _too_deep(value: Any) -> bool:
     """Whether arrays and objects nest deeper than ContextQ's limit (iteratively)."""
     if not isinstance(value, dict | list):
@@ -74,6 +83,26 @@ def _too_deep(value: Any) -> bool:
         children = node.values() if isinstance(node, dict) else node
         stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
     return False
+
+
+def forbidden_text_paths(value: Any, limit: int = 10) -> list[tuple[str | int, ...]]:
+    """Where free JSON (metadata, a checkpoint's state) holds a string, key or value, with a
+    character no request may hold (``wire.FORBIDDEN_TEXT_CHARS``); the first ``limit``."""
+    found: list[tuple[str | int, ...]] = []
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack and len(found) < limit:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            if wire.has_forbidden_char(node):
+                found.append(path)
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                if wire.has_forbidden_char(key):
+                    found.append((*path, key))
+                stack.append((child, (*path, key)))
+        elif isinstance(node, list):
+            stack.extend((child, (*path, i)) for i, child in enumerate(node))
+    return sorted(found, key=lambda p: [str(x) for x in p])
 
 
 class Issues:
@@ -147,6 +176,9 @@ class Reader:
         max_len: int | None = None,
         max_bytes: int | None = None,
     ) -> str | None:
+        if wire.has_forbidden_char(value):
+            self.issues.add(path, _msgs.HAS_NUL)
+            return None
         if len(value) < min_len:
             self.issues.add(path, _msgs.TOO_SHORT.format(min=min_len))
             return None
@@ -206,7 +238,10 @@ class Reader:
         if not isinstance(value, dict):
             self._expect(name, "object", value)
             return None
-        return value
+        bad = forbidden_text_paths(value)
+        for path in bad:
+            self.issues.add((*self.base, name, *path), _msgs.HAS_NUL)
+        return None if bad else value
 
     def integer(self, name: str, *, minimum: int, maximum: int) -> int | None:
         present, value = self._get(name, False)

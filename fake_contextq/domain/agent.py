@@ -397,7 +397,10 @@ class AgentLayer:
     # ----- helpers -----
 
     def _session(self, tenant_id: int, session_id: int) -> r.AgentSession:
-        session: r.AgentSession | None = self.store.session(tenant_id, session_id)
+        # wire.MAX_ID: an id beyond the 64-bit range names no row, as a missing one
+        session: r.AgentSession | None = (
+            self.store.session(tenant_id, session_id) if wire.id_in_range(session_id) else None
+        )
         if session is None:
             raise not_found(_msgs.SESSION_NOT_FOUND.format(id=session_id))
         return session
@@ -415,12 +418,16 @@ class AgentLayer:
         return False
 
     def _task(self, tenant_id: int, task_id: int) -> r.AgentTask:
-        task: r.AgentTask | None = self.store.task(tenant_id, task_id)
+        task: r.AgentTask | None = (
+            self.store.task(tenant_id, task_id) if wire.id_in_range(task_id) else None
+        )
         if task is None:
             raise not_found(_msgs.TASK_NOT_FOUND.format(id=task_id))
         return task
 
     def _workspace_or_none(self, tenant_id: int, slug: str | None) -> r.Workspace | None:
         # [seed] resolveWorkspaceId returns null for unknown slugs: no error, no workspace.
-        ws: r.Workspace | None = None if slug is None else self.store.workspace(tenant_id, slug)
+        if slug is None or not parse.is_slug(slug):  # no slug, or a string that names none
+            return None
+        ws: r.Workspace | None = self.store.workspace(tenant_id, slug)
         return ws

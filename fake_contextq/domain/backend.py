@@ -18,7 +18,6 @@ from adapter import wire
 from fake_contextq import _msgs
 from fake_contextq.domain import audit, auth, parse, quota
 from fake_contextq.domain import records as r
-from fake_contextq.domain._validate import Issues
 from fake_contextq.domain.agent import AgentLayer
 from fake_contextq.domain.errors import ApiError, not_found, unauthorized
 from fake_contextq.domain.handoff import Summariser
@@ -59,6 +58,8 @@ class ContextQBackend:
             return tenant
 
     def tenant(self, tenant_id: int) -> r.Tenant:
+        if not wire.id_in_range(tenant_id):  # names no row (the store's ids are 64-bit)
+            raise not_found(_msgs.TENANT_NOT_FOUND.format(id=tenant_id))
         with self.store.transaction():
             tenant = self.store.tenant(tenant_id)
         if tenant is None:
@@ -185,7 +186,7 @@ class ContextQBackend:
         with self.store.transaction():
             workspace_id = None
             if query.workspace is not None:
-                ws = self.store.workspace(p.tenant_id, query.workspace)
+                ws = self._find_workspace(p.tenant_id, query.workspace)
                 if ws is None:
                     total = 0
                     return r.Page([], total, query.limit, query.offset)
@@ -256,7 +257,7 @@ class ContextQBackend:
         with self.store.transaction():
             workspace_id: int | None = None
             if query.workspace is not None:
-                ws = self.store.workspace(p.tenant_id, query.workspace)
+                ws = self._find_workspace(p.tenant_id, query.workspace)
                 if ws is None:
                     return []
                 workspace_id = ws.id
@@ -319,13 +320,17 @@ class ContextQBackend:
             quota.ensure_room(plan, self.store.count_contexts(p.tenant_id), adding)
 
     def _context(self, tenant_id: int, context_id: int) -> r.Context:
-        context = self.store.context(tenant_id, context_id)
+        # wire.MAX_ID: an id beyond the 64-bit range names no row, as a missing one
+        context = (
+            self.store.context(tenant_id, context_id) if wire.id_in_range(context_id) else None
+        )
         if context is None:
             raise not_found(_msgs.CONTEXT_NOT_FOUND.format(id=context_id))
         return context
 
     def _workspace(self, tenant_id: int, slug: str) -> r.Workspace:
-        ws = self.store.workspace(tenant_id, slug)
+        parse.parse_path_text(slug, "slug", wire.MAX_WORKSPACE_SLUG_CHARS)
+        ws = self._find_workspace(tenant_id, slug)
         if ws is None:
             raise not_found(_msgs.WORKSPACE_NOT_FOUND.format(slug=slug))
         return ws
@@ -339,7 +344,10 @@ class ContextQBackend:
 
     def _resolve_workspace(self, tenant_id: int, slug: str | None) -> r.Workspace | None:
         # wire.UNKNOWN_WORKSPACE_IS_NULL: an unknown slug is stored as no workspace.
-        return None if slug is None else self.store.workspace(tenant_id, slug)
+        return None if slug is None else self._find_workspace(tenant_id, slug)
+
+    def _find_workspace(self, tenant_id: int, slug: str) -> r.Workspace | None:
+        return self.store.workspace(tenant_id, slug) if parse.is_slug(slug) else None
 
     def _ensure_external_id_free(
         self, tenant_id: int, external_id: str | None, own_id: int | None
@@ -356,12 +364,7 @@ class ContextQBackend:
 
     @staticmethod
     def _check_external_id_param(external_id: str) -> None:
-        issues = Issues(_msgs.INVALID_PATH)
-        if not external_id:
-            issues.add(("externalId",), _msgs.TOO_SHORT.format(min=1))
-        elif len(external_id) > wire.MAX_EXTERNAL_ID_CHARS:
-            issues.add(("externalId",), _msgs.TOO_LONG.format(max=wire.MAX_EXTERNAL_ID_CHARS))
-        issues.check()
+        parse.parse_path_text(external_id, "externalId", wire.MAX_EXTERNAL_ID_CHARS)
 
     def _new_context(self, tenant_id: int, item: r.ContextInput) -> r.Context:
         ws = self._resolve_workspace(tenant_id, item.workspace)

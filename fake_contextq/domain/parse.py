@@ -18,6 +18,7 @@ from adapter.wire import (
     MAX_CONTENT_BYTES,
     MAX_EXTERNAL_ID_CHARS,
     MAX_GOAL_CHARS,
+    MAX_ID,
     MAX_METADATA_BYTES,
     MAX_QUERY_CHARS,
     MAX_STATE_BYTES,
@@ -36,6 +37,7 @@ from adapter.wire import (
     TASK_STATUSES,
     WORKSPACE_SLUG_RE,
     canonical_json,
+    has_forbidden_char,
 )
 from fake_contextq import _msgs
 from fake_contextq.domain import _validate
@@ -156,6 +158,10 @@ def parse_list_query(params: Mapping[str, str]) -> r.ListQuery:
                 options=" | ".join(repr(o) for o in CONTEXT_TYPES), received=type_
             ),
         )
+    for name in ("workspace", "tag"):
+        given = params.get(name)
+        if given is not None and has_forbidden_char(given):
+            issues.add((name,), _msgs.HAS_NUL)
     limit = _query_int(params, "limit", LIST_DEFAULT_LIMIT, 1, LIST_MAX_LIMIT, issues)
     offset = _query_int(params, "offset", 0, 0, 2**31 - 1, issues)
     issues.check()
@@ -205,8 +211,30 @@ def parse_workspace_body(raw: bytes | Mapping[str, Any]) -> tuple[str, str]:
     return slug, name or slug
 
 
+def parse_path_text(raw: str, name: str, max_len: int) -> str:
+    """[assumed] a text path parameter (an external id, a slug): 1..``max_len`` characters
+    without NUL, else a 400 naming it."""
+    issues = _validate.Issues(_msgs.INVALID_PATH)
+    if not raw:
+        issues.add((name,), _msgs.TOO_SHORT.format(min=1))
+    elif len(raw) > max_len:
+        issues.add((name,), _msgs.TOO_LONG.format(max=max_len))
+    elif has_forbidden_char(raw):
+        issues.add((name,), _msgs.HAS_NUL)
+    issues.check()
+    return raw
+
+
+def is_slug(text: str) -> bool:
+    """Whether ``text`` could name a workspace. A string that cannot (an odd character, a
+    lone surrogate, upper case) names none, and is never looked up: not every store could
+    even hold it in a query."""
+    return len(text) <= MAX_WORKSPACE_SLUG_CHARS and WORKSPACE_SLUG_RE.fullmatch(text) is not None
+
+
 def parse_id(raw: str, name: str = "id") -> int:
-    """[assumed] a path id that is not a positive integer is a 400, not a 404."""
+    """[assumed] a path id that is not a positive integer is a 400, not a 404; one of up
+    to 19 digits beyond ``wire.MAX_ID`` is left to the lookup, which finds nothing (404)."""
     if not ID_RE.fullmatch(raw):
         issues = _validate.Issues(_msgs.INVALID_PATH)
         issues.add((name,), _msgs.NOT_AN_ID.format(value=raw))
@@ -229,7 +257,7 @@ def parse_session_start(raw: bytes | Mapping[str, Any]) -> dict[str, Any]:
     workspace = reader.string(
         "workspace", nullable=True, min_len=1, max_len=MAX_WORKSPACE_SLUG_CHARS
     )
-    parent = reader.integer("parent_session_id", minimum=1, maximum=2**63 - 1)
+    parent = reader.integer("parent_session_id", minimum=1, maximum=MAX_ID)
     metadata = reader.mapping("metadata", nullable=True) or {}
     if _json_size(metadata) > MAX_METADATA_BYTES:
         issues.add(
@@ -273,7 +301,7 @@ def parse_task(raw: bytes | Mapping[str, Any]) -> dict[str, Any]:
     """[assumed] ``{"session_id", "key", "title", "status"?, "parent_key"?, "evidence"?}``."""
     issues = _validate.Issues()
     reader = _validate.Reader(_decode(raw), issues)
-    session_id = reader.integer("session_id", minimum=1, maximum=2**63 - 1)
+    session_id = reader.integer("session_id", minimum=1, maximum=MAX_ID)
     if session_id is None and reader.ok and "session_id" not in reader.obj:
         issues.add(("session_id",), _msgs.REQUIRED)
     key = reader.string("key", required=True, min_len=1, max_len=MAX_TASK_KEY_CHARS)
@@ -309,7 +337,7 @@ def parse_lesson(raw: bytes | Mapping[str, Any]) -> dict[str, Any]:
     workspace = reader.string(
         "workspace", nullable=True, min_len=1, max_len=MAX_WORKSPACE_SLUG_CHARS
     )
-    session_id = reader.integer("session_id", minimum=1, maximum=2**63 - 1)
+    session_id = reader.integer("session_id", minimum=1, maximum=MAX_ID)
     tags = reader.string_list("tags", max_items=MAX_TAGS, max_item_len=MAX_TAG_CHARS)
     issues.check()
     return {"text": text, "workspace": workspace, "session_id": session_id, "tags": tags or ()}
@@ -319,7 +347,7 @@ def parse_handoff(raw: bytes | Mapping[str, Any]) -> dict[str, Any]:
     """[assumed] ``{"session_id"?, "workspace"?}``."""
     issues = _validate.Issues()
     reader = _validate.Reader(_decode(raw) if raw else {}, issues)
-    session_id = reader.integer("session_id", minimum=1, maximum=2**63 - 1)
+    session_id = reader.integer("session_id", minimum=1, maximum=MAX_ID)
     workspace = reader.string(
         "workspace", nullable=True, min_len=1, max_len=MAX_WORKSPACE_SLUG_CHARS
     )

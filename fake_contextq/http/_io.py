@@ -50,11 +50,19 @@ class ReceivedBody:
     data: bytes
     media: str
     declared_too_large: int | None = None  # a declared length over the limit: not read
+    streamed_too_large: int | None = None  # bytes read when a body without one went over
 
     def checked(self) -> bytes:
         """The raw body, refusing oversized and non-JSON bodies the way Fastify does."""
         if self.declared_too_large is not None:
             raise _too_large(self.declared_too_large)
+        if self.streamed_too_large is not None:
+            raise ApiError(
+                _msgs.PAYLOAD_TOO_LARGE,
+                _msgs.PAYLOAD_TOO_LARGE_STREAMED_MSG.format(
+                    read=self.streamed_too_large, limit=wire.MAX_BODY_BYTES
+                ),
+            )
         body = self.data
         if len(body) > wire.MAX_BODY_BYTES:
             raise _too_large(len(body))
@@ -67,12 +75,22 @@ class ReceivedBody:
 
 
 async def receive_body(request: Request) -> ReceivedBody:
-    """The body, not read when its declared length is already over the limit."""
+    """The body, not read when its declared length is already over the limit, and read no
+    further than the limit when it streams in without one (chunked): what is past it is
+    never held, so a huge upload costs no memory before its 413."""
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > wire.MAX_BODY_BYTES:
         return ReceivedBody(b"", media, int(declared))
-    return ReceivedBody(await request.body(), media)
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > wire.MAX_BODY_BYTES:
+            parts.clear()
+            return ReceivedBody(b"", media, streamed_too_large=size)
+        parts.append(chunk)
+    return ReceivedBody(b"".join(parts), media)
 
 
 async def read_body(request: Request) -> bytes:
@@ -107,7 +125,7 @@ class Binding:
 
 SCOPE_KEY = "fake_contextq.binding"
 
-#: Threads a store's database work runs on (each keeps its own connections), per store.
+#: Threads a store's database work runs on, per store (they borrow the store's connections).
 DATABASE_THREADS = 8
 _executors: weakref.WeakKeyDictionary[Store, ThreadPoolExecutor] = weakref.WeakKeyDictionary()
 _executors_lock = threading.Lock()
@@ -118,9 +136,8 @@ def store_executor(store: Store) -> Executor | None:
     never holds up the event loop (other requests, ``/_fake/health``); None for the
     in-memory store, which never waits and is faster called in place.
 
-    One pool per store, shared by every app on it, with threads that stay: the store
-    keeps a connection per thread, so threads that came and went would leave
-    connections behind. The pool goes when the store does."""
+    One pool per store, shared by every app on it; each request borrows one of the
+    store's connections for its transaction. The pool goes when the store does."""
     if isinstance(store, MemoryStore):
         return None
     with _executors_lock:

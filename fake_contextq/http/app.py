@@ -95,6 +95,24 @@ def external_id_from(request: Request) -> str:
     return path[len(BY_EXTERNAL_PREFIX) :]
 
 
+def _one_segment(request: Request) -> bool:
+    """Whether the by-external parameter is one path segment as sent (``%2F`` is a '/' of
+    the id; a bare '/' would be another path, which a ``:externalId`` router never
+    matches)."""
+    raw = request.scope.get("raw_path")
+    if not isinstance(raw, bytes | bytearray):  # no raw path: only the decoded one to go by
+        return True
+    raw_path = raw.decode("latin-1").split("?", 1)[0]
+    return wire.PATH_SEPARATOR not in raw_path[len(BY_EXTERNAL_PREFIX) :]
+
+
+def _route_not_found(request: Request) -> ApiError:
+    return ApiError(
+        _msgs.NOT_FOUND,
+        _msgs.ROUTE_NOT_FOUND.format(method=request.method, path=request.url.path),
+    )
+
+
 def create_app(
     backend: ContextQBackend,
     journal: Journal,
@@ -267,6 +285,8 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.CONTEXT, 400, 403, 404),
     )
     async def get_by_external(request: Request) -> Response:
+        if not _one_segment(request):  # wire.PATH_SEPARATOR: another path, no route has it
+            raise _route_not_found(request)
         found = await run_model(
             request,
             lambda p, b: b.get_context_by_external(p, external_id_from(request)),

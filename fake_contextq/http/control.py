@@ -49,10 +49,12 @@ def mount_control(api: FastAPI) -> None:
         token = bound.control_token
         header = request.headers.get("authorization", "")
         scheme, _, given = header.partition(" ")
+        # Compared as bytes: compare_digest refuses str holding anything but ASCII, and a
+        # header may hold any byte (Starlette reads it as latin-1).
         if (
             token is None
             or scheme.lower() != wire.AUTH_SCHEME.lower()
-            or not secrets.compare_digest(given.strip(), token)
+            or not secrets.compare_digest(given.strip().encode("latin-1"), token.encode())
         ):
             raise unauthorized(_msgs.CONTROL_TOKEN_REQUIRED)
         return bound

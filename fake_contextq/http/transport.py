@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -83,12 +84,25 @@ async def call_app(app: ASGIApp, request: httpx2.Request, body: bytes) -> httpx2
     return httpx2.Response(status, headers=headers, content=b"".join(parts), request=request)
 
 
+class _ThreadLoop:
+    """A thread's own event loop, held in a thread-local: when the thread ends, this goes,
+    and its finaliser closes the loop (and its file descriptors)."""
+
+    __slots__ = ("__weakref__", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+
+
 class LoopRunner:
-    """Runs coroutines to completion from sync code, whatever the calling thread is doing."""
+    """Runs coroutines to completion from sync code, whatever the calling thread is doing.
+
+    Each calling thread gets an event loop of its own, closed once the thread is gone, so
+    threads that come and go leave no loops behind."""
 
     def __init__(self) -> None:
         self._local = threading.local()
-        self._loops: list[asyncio.AbstractEventLoop] = []
+        self._loops: set[asyncio.AbstractEventLoop] = set()
         self._helper: asyncio.AbstractEventLoop | None = None
         self._helper_thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -101,13 +115,27 @@ class LoopRunner:
         return asyncio.run_coroutine_threadsafe(coro, self._helper_loop()).result()
 
     def _own_loop(self) -> asyncio.AbstractEventLoop:
-        loop: asyncio.AbstractEventLoop | None = getattr(self._local, "loop", None)
-        if loop is None or loop.is_closed():
+        held: _ThreadLoop | None = getattr(self._local, "held", None)
+        if held is None or held.loop.is_closed():
             loop = asyncio.new_event_loop()
-            self._local.loop = loop
+            held = _ThreadLoop(loop)
+            self._local.held = held
             with self._lock:
-                self._loops.append(loop)
-        return loop
+                self._loops.add(loop)
+            weakref.finalize(held, self._forget, loop)
+        return held.loop
+
+    def _forget(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Close the loop of a thread that has ended."""
+        with self._lock:
+            self._loops.discard(loop)
+        if not loop.is_running() and not loop.is_closed():
+            loop.close()
+
+    def loops(self) -> int:
+        """How many threads' loops are open (threads still alive that made requests)."""
+        with self._lock:
+            return len(self._loops)
 
     def _helper_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -122,7 +150,7 @@ class LoopRunner:
 
     def close(self) -> None:
         with self._lock:
-            loops, self._loops = self._loops, []
+            loops, self._loops = self._loops, set()
             helper, thread = self._helper, self._helper_thread
             self._helper = self._helper_thread = None
         for loop in loops:

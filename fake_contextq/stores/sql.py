@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import NullPool, StaticPool
 
 from fake_contextq import _msgs
 from fake_contextq.domain.errors import ApiError
@@ -110,6 +110,38 @@ def database_url(url: str | sa.URL) -> sa.URL:
     return parsed
 
 
+#: Query parameters of a database URL that hold a secret (libpq's ``password`` and
+#: ``sslpassword``, and any other name with "password" in it).
+_SECRET_PARAM = "password"
+
+
+def url_secrets(url: str | sa.URL) -> list[str]:
+    """Every password ``url`` holds, as ``user:pw@`` or as a ``password`` query parameter
+    (``?password=``, ``&password=``), for scrubbing them from text that may quote it."""
+    try:
+        parsed = sa.make_url(url)
+    except Exception:  # unparsable: nothing to find reliably; the caller shows no URL
+        return []
+    found = [parsed.password] if parsed.password else []
+    for name, value in parsed.query.items():
+        if _SECRET_PARAM in name.lower():
+            found += [value] if isinstance(value, str) else list(value)
+    return [str(secret) for secret in found if secret]
+
+
+def redacted_url(url: str | sa.URL) -> str:
+    """``url`` as it may be printed: every password replaced by ``***``, whether given as
+    ``user:pw@`` or as a query parameter."""
+    parsed = sa.make_url(url)
+    hidden = {
+        name: "***" if _SECRET_PARAM in name.lower() else value
+        for name, value in parsed.query.items()
+    }
+    if hidden != dict(parsed.query):
+        parsed = parsed.set(query=hidden)
+    return parsed.render_as_string(hide_password=True).replace("%2A%2A%2A", "***")
+
+
 class SchemaVersionError(RuntimeError):
     """The database was made by another schema version (or not by this store at all)."""
 
@@ -122,20 +154,99 @@ class _Local(threading.local):
     def __init__(self) -> None:
         self.conn: Connection | None = None
         self.depth = 0
-        # This thread's own connections, kept between transactions (a checkout from the
-        # pool per request costs more than most of the request's statements).
-        self.writer: Connection | None = None
-        self.reader: Connection | None = None
-        # Postgres: the batch of the current transaction or read, and each kept
-        # connection's own (remade when its connection is)
+        # whether ``conn`` is a write transaction's (not a lone read's)
+        self.writing = False
+        # Postgres: the batch of the current transaction or read (its connection's own)
         self.batch: PgBatch | None = None
-        self.batches: dict[str, tuple[Connection, PgBatch]] = {}
         # Postgres: ids drawn ahead in this transaction, by kind, and the audit chain's
         # head read with them (see next_id)
         self.ahead: dict[str, int] = {}
         self.head: tuple[str | None] | None = None
         # Postgres: tenants' plans, read with their keys in this write transaction
         self.plans: dict[int, str] = {}
+
+
+class _Lent:
+    """One connection of a store and, on Postgres, its batch (made with it, prepared
+    statements and all, and kept with it)."""
+
+    __slots__ = ("batch", "conn", "read_only")
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.batch: PgBatch | None = None
+        self.read_only = False  # SQLite: whether it is marked for lone reads (no BEGIN)
+
+
+class _Connections:
+    """A store's connections: at most ``size`` open, each lent for one transaction or one
+    lone read and given back at its end. A thread keeps none between requests, so threads
+    that come and go leave nothing behind and any number of threads share a few
+    connections. When all are lent, a request waits up to ``timeout`` seconds for one,
+    then fails with ``busy()`` (a 503), never with a pool error."""
+
+    def __init__(
+        self,
+        open_: Callable[[], Connection],
+        size: int,
+        timeout: float,
+        busy: Callable[[], Exception],
+    ) -> None:
+        self._open = open_
+        self.size = size
+        self._timeout = timeout
+        self._busy = busy
+        self._slots = threading.BoundedSemaphore(size)
+        self._idle: list[_Lent] = []  # last in, first out: the warmest connection first
+        self._lock = threading.Lock()
+        self._closed = False
+        self.lent = 0
+
+    def take(self) -> _Lent:
+        if not self._slots.acquire(timeout=self._timeout):
+            raise self._busy()
+        try:
+            with self._lock:
+                lent = self._idle.pop() if self._idle else None
+            if lent is not None and (lent.conn.closed or lent.conn.invalidated):
+                lent.conn.close()
+                lent = None
+            if lent is None:
+                lent = _Lent(self._open())
+            with self._lock:
+                self.lent += 1
+            return lent
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def give(self, lent: _Lent) -> None:
+        try:
+            with self._lock:
+                self.lent -= 1
+                keep = not (self._closed or lent.conn.closed or lent.conn.invalidated)
+                if keep:
+                    self._idle.append(lent)
+            if not keep:
+                lent.conn.close()
+        finally:
+            self._slots.release()
+
+    def idle(self) -> int:
+        with self._lock:
+            return len(self._idle)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for lent in idle:
+            lent.conn.close()
+
+
+#: How many connections a store opens at most, by default (its request threads and a
+#: few callers of its own).
+DEFAULT_CONNECTIONS = 16
 
 
 class SqlStore:
@@ -149,10 +260,14 @@ class SqlStore:
         busy_timeout: float = 30.0,
         lock_timeout: float = 5.0,
         durable: bool = False,
+        connections: int = DEFAULT_CONNECTIONS,
     ) -> None:
         """``busy_timeout`` (SQLite) and ``lock_timeout`` (Postgres) bound, in seconds, the
-        wait for a lock another transaction holds; ``durable=True`` makes each Postgres
-        commit wait for its WAL flush (the server's default; slower)."""
+        wait for a lock another transaction holds, and for one of the store's at most
+        ``connections`` connections when all are in use; ``durable=True`` makes each
+        Postgres commit wait for its WAL flush (the server's default; slower)."""
+        if connections < 1:
+            raise ValueError(f"connections must be at least 1, not {connections}")
         self.url = database_url(url)
         self.busy_timeout = busy_timeout
         self.lock_timeout = lock_timeout
@@ -161,17 +276,14 @@ class SqlStore:
         # and serialise transactions on it with a lock (a file database serialises itself).
         self._memory_lock: threading.RLock | None = None
         self._cache: dict[int, _TenantCache] = {}
-        self._opened: list[Connection] = []
-        self._opened_lock = threading.Lock()
-        # Each thread keeps its connections (``_own``): as many threads as serve requests
-        # hold one or two each, so the pool must not cap them.
-        kwargs: dict[str, Any] = {"echo": echo, "max_overflow": -1}
+        # The store pools its connections itself (``_Connections``): SQLAlchemy's pool
+        # would only add a checkout and a reset to every request.
+        kwargs: dict[str, Any] = {"echo": echo, "poolclass": NullPool}
         backend = self.url.get_backend_name()
         if backend == "sqlite":
             connect_args: dict[str, Any] = {"timeout": busy_timeout, "check_same_thread": False}
             if self.url.database in (None, "", ":memory:"):
                 kwargs["poolclass"] = StaticPool
-                del kwargs["max_overflow"]
                 self._memory_lock = threading.RLock()
             kwargs["connect_args"] = connect_args
         try:
@@ -185,6 +297,13 @@ class SqlStore:
                 name=exc.name,
             ) from None
         self._dialect = self.engine.dialect.name
+        wait = lock_timeout if self._dialect == "postgresql" else busy_timeout
+        self._connections = _Connections(
+            self._connect,
+            connections,
+            wait,
+            lambda: self._busy(_msgs.POOL_LOCK.format(size=connections), wait),
+        )
         if self._dialect == "postgresql" and self.engine.dialect.driver != "psycopg":
             raise ValueError(
                 "SqlStore speaks Postgres through psycopg 3 (postgresql:// or "
@@ -234,10 +353,11 @@ class SqlStore:
         if lock is not None:
             lock.acquire()
         try:
-            conn = self._own("writer")
+            lent = self._take(read_only=False)
+            conn = lent.conn
             try:
                 with conn.begin():  # BEGIN IMMEDIATE on SQLite (see below)
-                    local.conn, local.depth = conn, 1
+                    local.conn, local.depth, local.writing = conn, 1, True
                     try:
                         yield conn
                     except BaseException:
@@ -245,15 +365,14 @@ class SqlStore:
                         self._cache.clear()
                         raise
                     finally:
-                        local.conn, local.depth = None, 0
+                        local.conn, local.depth, local.writing = None, 0, False
             except sa.exc.OperationalError as exc:
                 if not _sqlite_busy(exc):
                     raise
                 lock_name = _msgs.SQLITE_LOCK.format(path=self.url.database or ":memory:")
                 raise self._busy(lock_name, self.busy_timeout) from exc
             finally:
-                if lock is not None:  # a pooled checkout, not a kept connection
-                    conn.close()
+                self._give(lent)
         finally:
             if lock is not None:
                 lock.release()
@@ -263,25 +382,29 @@ class SqlStore:
         """``BEGIN`` and the schema's advisory lock, sent with the first statement; the
         writes, sent with the next read or with ``COMMIT``."""
         local = self._local
-        conn = self._own("writer")
-        batch = self._batch("writer", conn)
-        batch.begin(self._pg_prologue)
-        local.conn, local.batch, local.depth = conn, batch, 1
-        local.ahead, local.head, local.plans = {}, None, {}
+        lent = self._take(read_only=False)
+        conn = lent.conn
         try:
-            yield conn
-            batch.commit()
-        except BaseException:
-            self._cache.clear()  # it may hold rows this rollback takes back
-            try:
-                batch.rollback()
-            except Exception:  # a broken connection: the next transaction opens another
-                conn.invalidate()
-            raise
-        finally:
-            local.conn, local.batch, local.depth = None, None, 0
+            batch = self._batch(lent)
+            batch.begin(self._pg_prologue)
+            local.conn, local.batch, local.depth, local.writing = conn, batch, 1, True
             local.ahead, local.head, local.plans = {}, None, {}
-            _end_sqlalchemy_transaction(conn)
+            try:
+                yield conn
+                batch.commit()
+            except BaseException:
+                self._cache.clear()  # it may hold rows this rollback takes back
+                try:
+                    batch.rollback()
+                except Exception:  # a broken connection: dropped when given back
+                    conn.invalidate()
+                raise
+            finally:
+                local.conn, local.batch, local.depth, local.writing = None, None, 0, False
+                local.ahead, local.head, local.plans = {}, None, {}
+                _end_sqlalchemy_transaction(conn)
+        finally:
+            self._give(lent)
 
     def _busy(self, lock_name: str, seconds: float) -> ApiError:
         return ApiError(
@@ -309,56 +432,65 @@ class SqlStore:
             with self._transaction() as conn:
                 yield conn
             return
-        conn = self._own("reader")
-        if self._dialect == "postgresql":  # autocommit: each statement one round trip
-            batch = self._batch("reader", conn)
-            local.conn, local.batch, local.depth = conn, batch, 1
-            try:
-                yield conn
-                batch.flush()
-            except BaseException:
-                if batch.broken:  # the next read opens another connection
-                    conn.invalidate()
-                raise
-            finally:
-                local.conn, local.batch, local.depth = None, None, 0
-                _end_sqlalchemy_transaction(conn)
-            return
-        with conn.begin():
-            local.conn, local.depth = conn, 1
-            try:
-                yield conn
-            finally:
-                local.conn, local.depth = None, 0
+        lent = self._take(read_only=True)
+        conn = lent.conn
+        try:
+            if self._dialect == "postgresql":  # autocommit: each statement one round trip
+                batch = self._batch(lent)
+                local.conn, local.batch, local.depth = conn, batch, 1
+                try:
+                    yield conn
+                    batch.flush()
+                except BaseException:
+                    if batch.broken:  # dropped when given back; the next read opens another
+                        conn.invalidate()
+                    raise
+                finally:
+                    local.conn, local.batch, local.depth = None, None, 0
+                    _end_sqlalchemy_transaction(conn)
+                return
+            with conn.begin():
+                local.conn, local.depth = conn, 1
+                try:
+                    yield conn
+                finally:
+                    local.conn, local.depth = None, 0
+        finally:
+            self._give(lent)
 
-    def _own(self, role: str) -> Connection:
-        """This thread's connection for ``role`` (``writer`` or ``reader``), opened once.
-        A shared in-memory database gets a pooled checkout each time instead: closing a
-        kept connection there would reset the one connection every thread shares."""
-        if self._memory_lock is not None:
-            return self.engine.connect()
-        conn: Connection | None = getattr(self._local, role)
-        if conn is None or conn.closed or conn.invalidated:
-            conn = self.engine.connect()
-            if self._dialect == "postgresql":  # PgBatch sends BEGIN and COMMIT itself
-                conn.execution_options(isolation_level="AUTOCOMMIT")
-            elif role == "reader":
-                conn.execution_options(**{_READ_ONLY: True})
-            setattr(self._local, role, conn)
-            with self._opened_lock:
-                self._opened.append(conn)
+    def _connect(self) -> Connection:
+        """A new connection for the store's pool."""
+        conn = self.engine.connect()
+        if self._dialect == "postgresql":  # PgBatch sends BEGIN and COMMIT itself
+            conn.execution_options(isolation_level="AUTOCOMMIT")
         return conn
 
-    def _batch(self, role: str, conn: Connection) -> PgBatch:
-        """The Postgres batch of this thread's ``role`` connection."""
-        found = self._local.batches.get(role)
-        if found is not None and found[0] is conn:
-            return found[1]
-        from fake_contextq.stores._pg import PgBatch
+    def _take(self, *, read_only: bool) -> _Lent:
+        """A connection for one transaction (or, ``read_only``, one lone read), lent until
+        ``_give``. A shared in-memory database gets a checkout of its one connection
+        instead (under ``_memory_lock``): closing that would reset every thread's data."""
+        if self._memory_lock is not None:
+            return _Lent(self.engine.connect())
+        lent = self._connections.take()
+        if self._dialect == "sqlite" and lent.read_only != read_only:
+            lent.conn.execution_options(**{_READ_ONLY: read_only})
+            lent.read_only = read_only
+        return lent
 
-        dbapi: Any = conn.connection.driver_connection
-        batch = PgBatch(dbapi, self._lock_timed_out)
-        self._local.batches[role] = (conn, batch)
+    def _give(self, lent: _Lent) -> None:
+        if self._memory_lock is not None:
+            lent.conn.close()
+            return
+        self._connections.give(lent)
+
+    def _batch(self, lent: _Lent) -> PgBatch:
+        """The Postgres batch of a lent connection, made the first time it is lent."""
+        batch = lent.batch
+        if batch is None:
+            from fake_contextq.stores._pg import PgBatch
+
+            dbapi: Any = lent.conn.connection.driver_connection
+            batch = lent.batch = PgBatch(dbapi, self._lock_timed_out)
         return batch
 
     @property
@@ -483,21 +615,42 @@ class SqlStore:
                 )
             self._with_audit[kind] = sa.select(drawn, head, audit_id)
 
+    @property
+    def max_connections(self) -> int:
+        """How many connections the store opens at most."""
+        return self._connections.size
+
+    def connections_open(self) -> int:
+        """How many connections the store holds open now (lent out or idle)."""
+        return self._connections.lent + self._connections.idle()
+
+    def connections_lent(self) -> int:
+        """How many connections serve a transaction or a read right now."""
+        return self._connections.lent
+
     def close(self) -> None:
-        """Close every connection this store opened (the database stays)."""
-        with self._opened_lock:
-            opened, self._opened = self._opened, []
-        for conn in opened:
-            conn.close()
+        """Close every connection this store opened (the database stays); one lent out
+        now is closed when given back."""
+        self._connections.close()
         self.engine.dispose()
 
     # ----- schema -----
 
     def _create_schema(self) -> None:
+        """Check the database is this fake's (or empty), then create what is missing; a
+        database refused here is left exactly as it was: nothing is written before the
+        check (SQLite's switch to WAL mode comes after it)."""
         with self.transaction():
             conn = self._c
             inspector = sa.inspect(conn)
             existing = set(inspector.get_table_names())
+            foreign = existing - set(s.metadata.tables)
+            if foreign:
+                shown = ", ".join(sorted(foreign)[:5]) + (", ..." if len(foreign) > 5 else "")
+                raise SchemaVersionError(
+                    f"{redacted_url(self.url)} holds {len(foreign)} table(s) this fake did not "
+                    f"create ({shown}); give an empty database or one fake-contextq made"
+                )
             if s.schema_version.name in existing:
                 versions = list(conn.execute(sa.select(s.schema_version.c.version)).scalars())
                 if versions != [s.SCHEMA_VERSION]:
@@ -512,7 +665,7 @@ class SqlStore:
                     else:
                         advice = "it is damaged: use another database"
                     raise SchemaVersionError(
-                        f"{self.url.render_as_string(hide_password=True)}: schema_version "
+                        f"{redacted_url(self.url)}: schema_version "
                         f"{versions or 'empty'} is not {s.SCHEMA_VERSION}, the only version "
                         f"this fake understands; {advice}"
                     )
@@ -520,13 +673,22 @@ class SqlStore:
                 ours = {t.name for t in s.metadata.sorted_tables} & existing
                 if ours:
                     raise SchemaVersionError(
-                        f"{self.url.render_as_string(hide_password=True)}: tables "
+                        f"{redacted_url(self.url)}: tables "
                         f"{sorted(ours)} exist but there is no schema_version table; "
                         "this database was not created by SqlStore"
                     )
             s.metadata.create_all(conn, checkfirst=True)
             if s.schema_version.name not in existing:
                 conn.execute(sa.insert(s.schema_version).values(version=s.SCHEMA_VERSION))
+        if self._dialect == "sqlite" and self._memory_lock is None:
+            # WAL (readers never wait for the writer) is a setting of the file, kept in it:
+            # set once, outside any transaction, and only on a database this fake owns.
+            lent = self._take(read_only=True)
+            try:
+                with lent.conn.begin():  # no BEGIN sent: a lone read's connection
+                    lent.conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+            finally:
+                self._give(lent)
 
     def reset(self) -> None:
         self._cache.clear()
@@ -696,7 +858,7 @@ class SqlStore:
                 return None
             key = _KEY.record(rows[0])
             local = self._local
-            if local.conn is local.writer:  # this transaction's: valid until it ends
+            if local.writing:  # this transaction's: valid until it ends
                 local.plans[key.tenant_id] = str(rows[0]._mapping["tenant_plan"])
             return key
         row = self._first(s.api_keys, key_hash=key_hash)
@@ -904,7 +1066,7 @@ class SqlStore:
         return None if row is None else _HANDOFF.record(row)
 
     def __repr__(self) -> str:
-        return f"SqlStore({self.url.render_as_string(hide_password=True)!r})"
+        return f"SqlStore({redacted_url(self.url)!r})"
 
 
 # ----- statements ------------------------------------------------------------------------------
@@ -1056,10 +1218,9 @@ def _sqlite_immediate(engine: Engine, *, in_memory: bool) -> None:
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # autocommit: SQLAlchemy emits BEGIN
         cursor = dbapi_connection.cursor()
-        try:
+        try:  # settings of this connection only: neither writes to the file
             cursor.execute("PRAGMA foreign_keys=ON")
-            if not in_memory:
-                cursor.execute("PRAGMA journal_mode=WAL")
+            if not in_memory:  # journal_mode=WAL, which does, is set by _create_schema
                 cursor.execute("PRAGMA synchronous=NORMAL")
         finally:
             cursor.close()
