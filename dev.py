@@ -50,6 +50,23 @@ def ensure_venv() -> None:
     STAMP.write_text(_fingerprint())
 
 
+def _test_order(args: list[str]) -> list[str]:
+    """The suite runs in random order (pytest-randomly). Unless the order is given
+    (``--randomly-seed=N``) or turned off (``-p no:randomly``), pick the seed here and
+    print it first, so a failure can be replayed even from a ``-q`` run."""
+    if any(a.startswith("--randomly-seed") for a in args) or "no:randomly" in args:
+        return []
+    import secrets
+
+    seed = secrets.randbelow(2**32)
+    print(
+        f"dev.py: tests in random order, seed {seed} (replay: python3 dev.py test "
+        f"--randomly-seed={seed}; file order: -p no:randomly)",
+        flush=True,
+    )
+    return [f"--randomly-seed={seed}"]
+
+
 def run(*cmd: str) -> int:
     return subprocess.call([str(c) for c in cmd], cwd=ROOT)
 
@@ -81,7 +98,7 @@ def main(argv: list[str]) -> int:
         return run(BIN / "contextq-demo", *rest)
     if command == "test":
         parallel = [] if any(a.startswith(("-n", "--numprocesses")) for a in rest) else ["-n", "2"]
-        return run(PYTHON, "-m", "pytest", *parallel, *rest)
+        return run(PYTHON, "-m", "pytest", *parallel, *_test_order(rest), *rest)
     if command == "package":
         return package()
     if command == "bench":

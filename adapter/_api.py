@@ -5,6 +5,7 @@ Both clients execute these plans; neither knows a route or a field name of its o
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -65,6 +66,39 @@ class Call(Generic[T]):
         return cls(route.method, route.path(**path_params), parse, params, json, retryable)
 
 
+def sendable(**arguments: Any) -> None:
+    """Refuse text ContextQ cannot be sent: a string that is not valid Unicode (a lone
+    surrogate cannot be encoded as UTF-8) anywhere in an argument, in the keys and values
+    of a mapping, the items of a sequence or the fields of a ``ContextInput``, is a
+    ``ValueError`` naming the argument and where in it, before anything is sent."""
+    for name, value in arguments.items():
+        _check_text(name, value)
+
+
+def _check_text(where: str, value: Any) -> None:
+    if isinstance(value, str):
+        if value.isascii():
+            return
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"{where} cannot be sent to ContextQ: it holds an unpaired surrogate "
+                f"({value[exc.start]!r} at index {exc.start}), which is not valid Unicode "
+                "text and cannot be encoded as UTF-8"
+            ) from None
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_text(f"a key of {where}", key)
+            _check_text(f"{where}[{key!r}]", item)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for index, item in enumerate(value):
+            _check_text(f"{where}[{index}]", item)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            _check_text(f"{where}.{f.name}", getattr(value, f.name))
+
+
 def _none(_: httpx2.Response) -> None:
     return None
 
@@ -86,6 +120,15 @@ def create_context(
     workspace: str | None,
     metadata: Mapping[str, Any] | None,
 ) -> Call[Context]:
+    sendable(
+        type=type,
+        title=title,
+        content=content,
+        external_id=external_id,
+        tags=tags,
+        workspace=workspace,
+        metadata=metadata,
+    )
     body = context_body(
         type=type,
         title=title,
@@ -106,6 +149,7 @@ def list_contexts(
     limit: int | None,
     offset: int | None,
 ) -> Call[ContextPage]:
+    sendable(workspace=workspace, tag=tag, type=type)
     params = wire.list_params(workspace=workspace, tag=tag, type=type, limit=limit, offset=offset)
     return Call.to(
         wire.Routes.LIST_CONTEXTS,
@@ -118,6 +162,7 @@ def list_contexts(
 def list_context_keys(
     *, workspace: str | None, tag: str | None, limit: int | None, offset: int | None
 ) -> Call[tuple[list[tuple[int, str | None, Any]], int]]:
+    sendable(workspace=workspace, tag=tag)
     """A listing read for its keys only (id, externalId, metadata), for the memory tool."""
     params = wire.list_params(workspace=workspace, tag=tag, type=None, limit=limit, offset=offset)
     return Call.to(
@@ -138,6 +183,7 @@ def get_context(context_id: int) -> Call[Context]:
 
 
 def get_context_by_external_id(external_id: str) -> Call[Context]:
+    sendable(external_id=external_id)
     return Call.to(
         wire.Routes.GET_CONTEXT_BY_EXTERNAL,
         lambda r: Context.from_wire(r.json()),
@@ -147,6 +193,7 @@ def get_context_by_external_id(external_id: str) -> Call[Context]:
 
 
 def update_context(context_id: int, fields: Mapping[str, Any]) -> Call[Context]:
+    sendable(**fields)
     body = context_body(**dict(fields), keep_none=("external_id", "workspace", "metadata"))
     return Call.to(
         wire.Routes.UPDATE_CONTEXT,
@@ -162,6 +209,8 @@ def delete_context(context_id: int) -> Call[None]:
 
 
 def bulk_upsert(items: Iterable[ContextInput | Mapping[str, Any]]) -> Call[BulkUpsertResult]:
+    items = list(items)
+    sendable(items=items)
     rows = [i.to_wire() if isinstance(i, ContextInput) else context_body(**i) for i in items]
     return Call.to(
         wire.Routes.BULK_UPSERT,
@@ -183,11 +232,13 @@ def list_workspaces() -> Call[list[Workspace]]:
 
 
 def create_workspace(slug: str, name: str | None) -> Call[Workspace]:
+    sendable(slug=slug, name=name)
     body = wire.workspace_body(slug, name)
     return Call.to(wire.Routes.CREATE_WORKSPACE, lambda r: Workspace.from_wire(r.json()), json=body)
 
 
 def archive_workspace(slug: str) -> Call[Workspace]:
+    sendable(slug=slug)
     return Call.to(
         wire.Routes.ARCHIVE_WORKSPACE,
         lambda r: Workspace.from_wire(r.json()),
@@ -197,6 +248,7 @@ def archive_workspace(slug: str) -> Call[Workspace]:
 
 
 def delete_workspace(slug: str) -> Call[None]:
+    sendable(slug=slug)
     return Call.to(wire.Routes.DELETE_WORKSPACE, _none, retryable=True, slug=slug)
 
 
@@ -211,6 +263,7 @@ def search(
     tags: Sequence[str] | None,
     limit: int | None,
 ) -> Call[list[SearchResult]]:
+    sendable(query=query, type=type, workspace=workspace, tags=tags)
     body = wire.search_body(query, type=type, workspace=workspace, tags=tags, limit=limit)
     return Call.to(
         wire.Routes.SEARCH,
@@ -317,6 +370,7 @@ def _body(**fields: Any) -> dict[str, Any]:
 def start_session(
     workspace: str | None, parent_session_id: int | None, metadata: Mapping[str, Any] | None
 ) -> Call[AgentSession]:
+    sendable(workspace=workspace, metadata=metadata)
     body = _body(
         workspace=workspace,
         parent_session_id=parent_session_id,
@@ -335,6 +389,7 @@ def get_session(session_id: int) -> Call[AgentSession]:
 
 
 def end_session(session_id: int, status: str, summary: str | None) -> Call[AgentSession]:
+    sendable(status=status, summary=summary)
     return Call.to(
         wire.Routes.END_SESSION,
         lambda r: AgentSession.from_wire(r.json()),
@@ -346,6 +401,7 @@ def end_session(session_id: int, status: str, summary: str | None) -> Call[Agent
 def checkpoint(
     session_id: int, seq: int, state: Mapping[str, Any], summary: str | None
 ) -> Call[Checkpoint]:
+    sendable(state=state, summary=summary)
     # Never retried: a lost answer to a stored checkpoint would come back as seq_conflict.
     return Call.to(
         wire.Routes.CHECKPOINT,
@@ -372,6 +428,7 @@ def upsert_task(
     parent_key: str | None,
     evidence: str | None,
 ) -> Call[AgentTask]:
+    sendable(key=key, title=title, status=status, parent_key=parent_key, evidence=evidence)
     return Call.to(
         wire.Routes.UPSERT_TASK,
         lambda r: AgentTask.from_wire(r.json()),
@@ -388,6 +445,7 @@ def upsert_task(
 
 
 def tick_task(task_id: int, evidence: str) -> Call[AgentTask]:
+    sendable(evidence=evidence)
     return Call.to(
         wire.Routes.TICK_TASK,
         lambda r: AgentTask.from_wire(r.json()),
@@ -409,6 +467,7 @@ def list_tasks(session_id: int) -> Call[list[AgentTask]]:
 def add_lesson(
     text: str, workspace: str | None, session_id: int | None, tags: Sequence[str]
 ) -> Call[Lesson]:
+    sendable(text=text, workspace=workspace, tags=tags)
     return Call.to(
         wire.Routes.ADD_LESSON,
         lambda r: Lesson.from_wire(r.json()),
@@ -417,6 +476,7 @@ def add_lesson(
 
 
 def handoff(session_id: int | None, workspace: str | None) -> Call[Handoff]:
+    sendable(workspace=workspace)
     return Call.to(
         wire.Routes.HANDOFF,
         lambda r: Handoff.from_wire(r.json()),
@@ -425,6 +485,7 @@ def handoff(session_id: int | None, workspace: str | None) -> Call[Handoff]:
 
 
 def boot(goal: str, workspace: str | None, token_budget: int | None) -> Call[BootPack]:
+    sendable(goal=goal, workspace=workspace)
     return Call.to(
         wire.Routes.BOOT,
         lambda r: BootPack.from_wire(r.json()),

@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import random
 import time
 from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeGuard, TypeVar
 
 import httpx2
 
-from adapter import _api, wire
+from adapter import _api, errors, wire
 from adapter.types import (
     AgentSession,
     AgentTask,
@@ -46,6 +47,49 @@ URL_ENV = "CONTEXT_API_URL"
 UNSET: Any = object()
 
 
+def _check_options(timeout: object, max_retries: object, retry_backoff: object) -> None:
+    """Refuse options that make no sense, when the client is built rather than on the first
+    retry (``timeout`` may be an ``httpx2.Timeout``: each of its limits is checked)."""
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ValueError(f"max_retries must be a whole number >= 0, got {max_retries!r}")
+    if not _is_number(retry_backoff) or not 0 <= retry_backoff < math.inf:
+        raise ValueError(
+            f"retry_backoff must be a finite number of seconds >= 0, got {retry_backoff!r}"
+        )
+    if isinstance(timeout, httpx2.Timeout):
+        limits = {
+            "connect": timeout.connect,
+            "read": timeout.read,
+            "write": timeout.write,
+            "pool": timeout.pool,
+        }
+        for name, value in limits.items():
+            if value is not None and not (_is_number(value) and 0 < value < math.inf):
+                raise ValueError(
+                    f"timeout's {name} limit must be a finite number of seconds > 0 or None, "
+                    f"got {value!r}"
+                )
+    elif timeout is not None and not (_is_number(timeout) and 0 < timeout < math.inf):
+        raise ValueError(
+            f"timeout must be a finite number of seconds > 0 (or None for the default "
+            f"{DEFAULT_TIMEOUT:g} s), got {timeout!r}"
+        )
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def _sleep(seconds: float) -> None:
+    """How the sync client waits between attempts (one place, so tests can stand in)."""
+    time.sleep(seconds)
+
+
+async def _async_sleep(seconds: float) -> None:
+    """How the async client waits between attempts."""
+    await asyncio.sleep(seconds)
+
+
 class _Options:
     """Resolved options shared by both clients; the key is kept out of every repr."""
 
@@ -66,16 +110,33 @@ class _Options:
                 "The ContextQ API key does not look like one (expected 'sk_live_' and 40 "
                 "lowercase hex characters); check the value of api_key / " + KEY_ENV + "."
             )
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        _check_options(timeout, max_retries, retry_backoff)
         given_url = str(http_client.base_url) if http_client is not None else ""
         url = base_url or given_url or os.environ.get(URL_ENV) or DEFAULT_BASE_URL
+        shown = errors.redact(url)
         try:
             parsed = httpx2.URL(url)
         except httpx2.InvalidURL as exc:
-            raise ValueError(f"The ContextQ base URL {url!r} is not a URL: {exc}") from None
+            raise ValueError(
+                f"The ContextQ base URL {shown!r} is not a URL: {errors.redact(str(exc))}"
+            ) from None
+        except UnicodeEncodeError:
+            raise ValueError(
+                f"The ContextQ base URL {shown!r} holds an unpaired surrogate, which cannot "
+                "be encoded as UTF-8"
+            ) from None
         if parsed.scheme not in ("http", "https") or not parsed.host:
-            raise ValueError(f"The ContextQ base URL {url!r} must be an http(s) URL with a host")
+            raise ValueError(f"The ContextQ base URL {shown!r} must be an http(s) URL with a host")
+        if parsed.userinfo:
+            raise ValueError(
+                f"The ContextQ base URL {shown!r} must not carry a user name or password: "
+                "ContextQ authenticates with the API key alone"
+            )
+        if parsed.query or parsed.fragment:
+            raise ValueError(
+                f"The ContextQ base URL {shown!r} must not carry a query or a fragment: "
+                "request paths are appended to it"
+            )
         self.base_url = url.rstrip("/")
         self.headers = {"Authorization": wire.authorization(key), "Accept": "application/json"}
         self.timeout = timeout
@@ -170,7 +231,7 @@ class ContextQClient:
         delay = next(plan)
         while True:
             if delay:
-                time.sleep(delay)
+                _sleep(delay)
             outcome: httpx2.Response | httpx2.RequestError
             try:
                 outcome = self._http.request(
@@ -383,7 +444,7 @@ class ContextQClient:
         self.close()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(base_url={self.base_url!r}, api_key=<hidden>)"
+        return f"{type(self).__name__}(base_url={errors.redact(self.base_url)!r}, api_key=<hidden>)"
 
 
 class AsyncContextQClient:
@@ -419,7 +480,7 @@ class AsyncContextQClient:
         delay = next(plan)
         while True:
             if delay:
-                await asyncio.sleep(delay)
+                await _async_sleep(delay)
             outcome: httpx2.Response | httpx2.RequestError
             try:
                 outcome = await self._http.request(
@@ -623,4 +684,4 @@ class AsyncContextQClient:
         await self.aclose()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(base_url={self.base_url!r}, api_key=<hidden>)"
+        return f"{type(self).__name__}(base_url={errors.redact(self.base_url)!r}, api_key=<hidden>)"

@@ -2,9 +2,30 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from adapter.wire import ErrorCode
+
+#: ``scheme://user:password@`` (the password runs to the authority's last ``@``).
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s/?#@:]*:)[^\s/?#]*@")
+#: ``password=...`` / ``pgpassword=...`` / ``passwd=...``: a URL query or a libpq keyword,
+#: its value bare (to ``&``, ``#``, ``;`` or a space) or quoted.
+_KEYWORD_PASSWORD = re.compile(
+    r"""(?i)\b((?:pg)?pass(?:word|wd)?\s*=\s*)('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|[^\s&#;'"]+)"""
+)
+#: A ContextQ API key (``sk_live_`` and its secret part).
+_API_KEY = re.compile(r"\b(sk_live_)[0-9A-Za-z]+")
+REDACTED = "***"
+
+
+def redact(text: str) -> str:
+    """``text`` with every secret this project handles masked: an API key, and a database
+    or URL password in any form it is written in (``user:pw@``, ``?password=``,
+    ``password=...`` of a libpq DSN). For messages, reprs and log lines."""
+    text = _URL_PASSWORD.sub(rf"\1{REDACTED}@", text)
+    text = _KEYWORD_PASSWORD.sub(rf"\1{REDACTED}", text)
+    return _API_KEY.sub(rf"\1{REDACTED}", text)
 
 
 class ContextQError(Exception):

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from contextq_conformance._names import TARGETS
+from contextq_conformance._names import TARGETS, UNREACHABLE_EXIT
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -42,6 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if args.target != "live":
             import fake_contextq.fake  # noqa: F401  (the fake targets need the fake extra)
+        else:
+            from contextq_conformance.targets import live_unreachable
     except ModuleNotFoundError as exc:
         print(
             f"contextq-conformance: needs {exc.name}; install the 'pytest' extra: "
@@ -49,7 +51,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.target == "live":
+        why = live_unreachable()
+        if why is not None:  # one line, and a report that checked nothing
+            why = f"cannot set up the live target: {why}"
+            print(f"contextq-conformance: {why}", file=sys.stderr)
+            if args.report:
+                _write_unchecked_report(args.report, why)
+            return UNREACHABLE_EXIT
     return int(pytest.main(pytest_args))
+
+
+def _write_unchecked_report(path: str, why: str) -> None:
+    from contextq_conformance.report import RuleResults, markdown
+
+    results = RuleResults("live", unreachable=why)
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(markdown(results))
 
 
 if __name__ == "__main__":

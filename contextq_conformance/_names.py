@@ -6,3 +6,5 @@ from typing import Final
 
 #: What the suite can run against.
 TARGETS: Final = ("in-process", "served", "live")
+#: The exit status of a run whose target could not be set up: nothing was checked.
+UNREACHABLE_EXIT: Final = 3

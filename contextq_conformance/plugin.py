@@ -9,7 +9,7 @@ from typing import Any, Final
 
 import pytest
 
-from contextq_conformance._names import TARGETS
+from contextq_conformance._names import TARGETS, UNREACHABLE_EXIT
 from contextq_conformance.report import RuleResults, markdown, terminal_lines
 from contextq_conformance.rules import RULES
 from contextq_conformance.targets import Target, Tenant, make_target
@@ -67,16 +67,24 @@ def pytest_runtest_makereport(item: pytest.Item) -> Any:
     return report
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write the report however the run ended (a run stopped because the target could not
+    be reached gets one too: every rule "not checked")."""
+    results = session.config.stash.get(_RESULTS, None)
+    path = session.config.getoption(REPORT_OPTION)
+    if path and results is not None and (results.seen or results.unreachable):
+        Path(path).write_text(markdown(results), encoding="utf-8")
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     results = config.stash.get(_RESULTS, None)
-    if results is None or not results.seen:
+    if results is None or not (results.seen or results.unreachable):
         return
     terminalreporter.section(f"contextq conformance ({results.target})")
     for line in terminal_lines(results):
         terminalreporter.write_line(line)
     path = config.getoption(REPORT_OPTION)
     if path:
-        Path(path).write_text(markdown(results), encoding="utf-8")
         terminalreporter.write_line(f"report written to {path}")
     target = config.stash.get(_TARGET, None)
     lines: list[str] = list(getattr(target, "lines", []))
@@ -100,7 +108,11 @@ def contextq_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     try:
         target = make_target(name)
     except Exception as exc:
-        raise pytest.UsageError(f"cannot set up the {name} target: {exc}") from None
+        # One line, then stop: every test needs the target, so nothing can be checked (the
+        # summary and the report say "not checked" for every rule, not "did not hold").
+        why = f"cannot set up the {name} target: {exc}"
+        request.config.stash[_RESULTS].unreachable = why
+        pytest.exit(f"contextq-conformance: {why}", returncode=UNREACHABLE_EXIT)
     request.config.stash[_TARGET] = target
     yield target
     target.close()

@@ -21,6 +21,8 @@ class RuleResults:
     passed: dict[str, list[str]] = field(default_factory=dict)
     failed: dict[str, list[str]] = field(default_factory=dict)
     skipped: dict[str, list[str]] = field(default_factory=dict)
+    #: Why the target could not be set up (then no rule was checked), else empty.
+    unreachable: str = ""
 
     @property
     def seen(self) -> bool:
@@ -76,6 +78,8 @@ def _tally(results: RuleResults) -> str:
 
 def terminal_lines(results: RuleResults) -> list[str]:
     lines = [_tally(results)]
+    if results.unreachable:
+        lines.append(f"nothing was checked: {results.unreachable}")
     for rule, verdict, _, failed in results.rows():
         if verdict == BROKEN:
             lines.append(f"DID NOT HOLD [{rule.source}] {rule.id}: {rule.text}")
@@ -94,6 +98,11 @@ def markdown(results: RuleResults) -> str:
         "",
         _tally(results) + ".",
         "",
+        *(
+            [f"Nothing was checked: {_cell(results.unreachable)}", ""]
+            if results.unreachable
+            else []
+        ),
         "| Rule | Source | Result | Tests | What the contract says |",
         "|---|---|---|---|---|",
     ]

@@ -136,7 +136,12 @@ class LiveTarget:
 
         self.lines: list[str] = []
         self.stack = LiveStack(LiveConfig.from_env(), report=self.lines.append)
-        self.stack.reap()
+        try:
+            self.stack.check()  # the database and the API, before any test relies on them
+            self.stack.reap()
+        except BaseException:
+            self.stack.close()
+            raise
         self._tenants: list[Any] = []
         self._clients: list[Client] = []
 
@@ -181,6 +186,25 @@ class LiveTarget:
 
     def close(self) -> None:
         self.stack.close()
+
+
+def live_unreachable() -> str | None:
+    """Why the live target cannot be used (its database or its API cannot be reached, or
+    its configuration is wrong), in one line; None when both answer. Makes nothing."""
+    from contextq_fixtures.database import LiveSetupError
+    from contextq_fixtures.live import LiveConfig, LiveStack
+
+    try:
+        stack = LiveStack(LiveConfig.from_env(), report=lambda _line: None)
+    except LiveSetupError as exc:
+        return str(exc)
+    try:
+        stack.check()
+    except LiveSetupError as exc:
+        return str(exc)
+    finally:
+        stack.close()
+    return None
 
 
 def make_target(name: str) -> Target:

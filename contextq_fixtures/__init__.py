@@ -67,6 +67,10 @@ def pytest_configure(config: pytest.Config) -> None:
     recordings.configure(config)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    live_fixtures.require_stack(config, items)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     live_fixtures.skip_unless_live(item)
 

@@ -10,7 +10,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import unquote
 
+from adapter.errors import redact
 from contextq_fixtures import tenant_sql
 
 #: psql prints NULL as this (``-P null=...``), which no value of ours can be.
@@ -49,13 +51,21 @@ class Database(Protocol):
 class DsnDatabase:
     """A database reached with psycopg through a libpq DSN or URL (``CONTEXTQ_DB_DSN``)."""
 
-    dsn: str
+    dsn: str = field(repr=False)
     connect_timeout: float = 10.0
     description: str = field(init=False)
     _conn: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.description = f"the database at {_redact(self.dsn)}"
+        self.description = f"the database at {redact(self.dsn)}"
+
+    def __repr__(self) -> str:  # the DSN's password never shows
+        return f"DsnDatabase(dsn={redact(self.dsn)!r}, connect_timeout={self.connect_timeout!r})"
+
+    def _said(self, exc: BaseException) -> str:
+        """The first line of a driver's error, with the DSN's password masked however the
+        driver quoted it."""
+        return _first_line(exc, secrets=_passwords(self.dsn))
 
     def _connection(self) -> Any:
         if self._conn is None or self._conn.closed:
@@ -71,7 +81,7 @@ class DsnDatabase:
                 )
             except psycopg.Error as exc:
                 raise LiveSetupError(
-                    f"cannot connect to {self.description}: {_first_line(exc)}; check "
+                    f"cannot connect to {self.description}: {self._said(exc)}; check "
                     "CONTEXTQ_DB_DSN and that the dev stack's Postgres is up"
                 ) from None
         return self._conn
@@ -86,7 +96,7 @@ class DsnDatabase:
                 found = cursor.fetchall() if cursor.description is not None else []
         except psycopg.Error as exc:
             raise LiveSetupError(
-                f"SQL on {self.description} failed: {_first_line(exc)}",
+                f"SQL on {self.description} failed: {self._said(exc)}",
                 sqlstate=getattr(exc, "sqlstate", None),
             ) from None
         return [tuple(None if v is None else str(v) for v in row) for row in found]
@@ -115,6 +125,14 @@ class DockerPsqlDatabase:
 
     def __post_init__(self) -> None:
         self.description = f"psql in the Docker container {self.container!r}"
+
+    def __repr__(self) -> str:  # a password in the database URL or in env never shows
+        host = None if self.docker_host is None else redact(self.docker_host)
+        return (
+            f"DockerPsqlDatabase(container={self.container!r}, user={self.user!r}, "
+            f"database={redact(self.database)!r}, docker_host={host!r}, "
+            f"env=<{len(self.env)} variable(s) hidden>, timeout={self.timeout!r})"
+        )
 
     def _target(self) -> Any:
         if self._container is not None:
@@ -172,11 +190,17 @@ class DockerPsqlDatabase:
             state = re.search(r"ERROR:\s+([0-9A-Z]{5}):", err)
             raise LiveSetupError(
                 f"{self.description} failed (exit {result.exit_code}): "
-                f"{err.splitlines()[0] if err else 'no message'}; check CONTEXTQ_DB_USER "
-                f"({self.user!r}) and CONTEXTQ_DB_NAME ({_redact(self.database)!r})",
+                f"{_masked(err.splitlines()[0], self._secrets()) if err else 'no message'}; check "
+                f"CONTEXTQ_DB_USER ({self.user!r}) and CONTEXTQ_DB_NAME "
+                f"({redact(self.database)!r})",
                 sqlstate=state.group(1) if state else None,
             )
         return [_parse_row(line) for line in out.splitlines() if line]
+
+    def _secrets(self) -> list[str]:
+        found = _passwords(self.database)
+        found += [v for k, v in self.env.items() if "PASSWORD" in k.upper() and v]
+        return found
 
     def close(self) -> None:
         if self._client is not None:
@@ -188,15 +212,23 @@ def _parse_row(line: str) -> Row:
     return tuple(None if cell == _NULL else cell for cell in line.split(_SEP))
 
 
-def _first_line(exc: BaseException) -> str:
+def _first_line(exc: BaseException, secrets: Sequence[str] = ()) -> str:
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return _masked(text.splitlines()[0], secrets) if text else type(exc).__name__
 
 
-def _redact(dsn: str) -> str:
-    """A DSN or URL without its password."""
-    dsn = re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
-    return re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn)
+def _masked(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with passwords in any URL form masked, and each known secret too."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return redact(text)
+
+
+def _passwords(dsn: str) -> list[str]:
+    """The password a DSN or URL carries, as written and as decoded (for masking)."""
+    found = re.findall(r"://[^\s/?#@:]*:([^\s/?#]*)@", dsn)
+    found += [m.strip("'\"") for m in re.findall(r"(?i)\bpassword\s*=\s*('[^']*'|[^\s&#]+)", dsn)]
+    return [p for p in {*found, *(unquote(p) for p in found)} if len(p) >= 3]
 
 
 def one_row(rows: Sequence[Row], what: str) -> Row:

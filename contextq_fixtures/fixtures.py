@@ -7,7 +7,7 @@ loads the plugin and uses none of them pays nothing for it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pytest
@@ -136,10 +136,11 @@ def async_memory_tool(
 
 @dataclass(frozen=True)
 class ContextQServer:
-    """The fake served over real HTTP: where it is, a key for it, and its state."""
+    """The fake served over real HTTP: where it is, a key for it, and its state. The key
+    never shows in its repr (a failing test's report prints fixture values)."""
 
     url: str
-    api_key: str
+    api_key: str = field(repr=False)
     fake: FakeContextQ
     served: ServedFake
 

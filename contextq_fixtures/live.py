@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final, Literal
 
+import httpx2
+
 from adapter import ContextQClient, wire
-from adapter.errors import AuthenticationError, ContextQConnectionError
+from adapter.errors import AuthenticationError, ContextQConnectionError, redact
 from contextq_fixtures import tenant_sql
 from contextq_fixtures.database import (
     FOREIGN_KEY_VIOLATION,
@@ -37,7 +39,9 @@ from contextq_fixtures.database import (
 TENANT_PREFIX: Final = "cqmt-live"
 _STAMP: Final = "%Y%m%dT%H%M%SZ"
 _NAME = re.compile(rf"^{TENANT_PREFIX}-(?P<run>[0-9a-f]{{8}})-(?P<at>\d{{8}}T\d{{6}}Z)-(?P<n>\d+)$")
-#: Scopes of the one key each throwaway tenant gets (admin drives workspaces too).
+#: A well-formed key that is never sent: it only lets ``check_api`` run the client's checks
+#: of the API URL.
+_PROBE_KEY: Final = wire.KEY_PREFIX + "0" * 40
 
 Report = Callable[[str], None]
 TenantRowFate = Literal["deleted", "chained", "referenced"]
@@ -59,6 +63,16 @@ class LiveConfig:
     docker_host: str | None = None
     reap_after: timedelta = timedelta(hours=1)
     timeout: float = 10.0
+
+    def __repr__(self) -> str:  # the DSN's password, if any, never shows
+        return (
+            f"LiveConfig(api_url={redact(self.api_url)!r}, "
+            f"dsn={None if self.dsn is None else redact(self.dsn)!r}, "
+            f"container={self.container!r}, db_user={self.db_user!r}, "
+            f"db_name={redact(self.db_name)!r}, "
+            f"docker_host={None if self.docker_host is None else redact(self.docker_host)!r}, "
+            f"reap_after={self.reap_after!r}, timeout={self.timeout!r})"
+        )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> LiveConfig:
@@ -105,6 +119,13 @@ class LiveTenant:
     key_id: int
     client: ContextQClient = field(repr=False, compare=False)
 
+    def __repr__(self) -> str:  # never the key
+        return (
+            f"LiveTenant(base_url={redact(self.base_url)!r}, tenant_id={self.tenant_id!r}, "
+            f"name={self.name!r}, key=<hidden>, user_id={self.user_id!r}, "
+            f"key_id={self.key_id!r})"
+        )
+
     @property
     def env(self) -> dict[str, str]:
         """``CONTEXT_API_URL`` and ``CONTEXT_API_KEY``, for a subprocess."""
@@ -146,6 +167,36 @@ class LiveStack:
         self.run_id = secrets.token_hex(4)
         self._made = 0
 
+    def __repr__(self) -> str:
+        return f"LiveStack(run_id={self.run_id!r}, config={self.config!r})"
+
+    # ----- reachability ---------------------------------------------------------------
+
+    def check(self) -> None:
+        """Prove the stack is there before anything relies on it: the database runs a
+        statement and the API answers (any HTTP status: no key is needed to be refused).
+        Either failing is a ``LiveSetupError`` that says what could not be reached."""
+        one_row(self.database.query(tenant_sql.PING, {}), "checking the database")
+        self.check_api()
+
+    def check_api(self) -> None:
+        """The API answers HTTP at ``config.api_url`` (without a key: a 401 will do)."""
+        shown = redact(self.config.api_url)
+        where = f"ContextQ at {shown}"
+        try:
+            # the client's own checks of the URL (http(s), a host, no credentials in it)
+            ContextQClient(_PROBE_KEY, base_url=self.config.api_url).close()
+            url = self.config.api_url.rstrip("/") + wire.Routes.LIST_WORKSPACES.path()
+            with httpx2.Client(timeout=self.config.timeout) as http:
+                http.get(url, headers={"Accept": "application/json"})
+        except ValueError as exc:
+            raise LiveSetupError(f"cannot use {where}: {exc}; check CONTEXT_API_URL") from None
+        except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
+            raise LiveSetupError(
+                f"cannot reach {where}: {redact(str(exc)) or type(exc).__name__}; is the dev "
+                "stack running? (set CONTEXT_API_URL)"
+            ) from None
+
     # ----- provisioning ---------------------------------------------------------------
 
     def provision(self, plan: str | None = None) -> LiveTenant:
@@ -153,7 +204,30 @@ class LiveStack:
         self._made += 1
         name = tenant_name(self.run_id, self.clock(), self._made)
         key = wire.KEY_PREFIX + secrets.token_hex(20)
-        row = one_row(
+        # built first: a URL the client refuses leaves no rows behind
+        client = ContextQClient(
+            key, base_url=self.config.api_url, timeout=self.config.timeout, max_retries=1
+        )
+        try:
+            row = self._insert_tenant(name, key, plan)
+        except BaseException:
+            client.close()
+            raise
+        tenant_id, user_id, key_id = (int(str(v)) for v in row)
+        tenant = LiveTenant(self.config.api_url, tenant_id, name, key, user_id, key_id, client)
+        try:
+            self._verify(tenant)
+        except BaseException as failure:
+            left: list[str] = []
+            self._remove_rows(tenant, left)
+            client.close()
+            for problem in left:
+                failure.add_note(f"and removing the rows just made failed too: {problem}")
+            raise
+        return tenant
+
+    def _insert_tenant(self, name: str, key: str, plan: str | None) -> tuple[str | None, ...]:
+        return one_row(
             self.database.query(
                 tenant_sql.PROVISION,
                 {
@@ -167,21 +241,6 @@ class LiveStack:
             ),
             "provisioning a throwaway tenant",
         )
-        tenant_id, user_id, key_id = (int(str(v)) for v in row)
-        client = ContextQClient(
-            key, base_url=self.config.api_url, timeout=self.config.timeout, max_retries=1
-        )
-        tenant = LiveTenant(self.config.api_url, tenant_id, name, key, user_id, key_id, client)
-        try:
-            self._verify(tenant)
-        except BaseException as failure:
-            left: list[str] = []
-            self._remove_rows(tenant, left)
-            client.close()
-            for problem in left:
-                failure.add_note(f"and removing the rows just made failed too: {problem}")
-            raise
-        return tenant
 
     def _verify(self, tenant: LiveTenant) -> None:
         """One read with the minted key: proves the API and the schema assumption."""
@@ -189,7 +248,7 @@ class LiveStack:
             tenant.client.list_workspaces()
         except AuthenticationError as exc:
             raise LiveSetupError(
-                f"ContextQ at {tenant.base_url} refused the key minted by direct INSERT "
+                f"ContextQ at {redact(tenant.base_url)} refused the key minted by direct INSERT "
                 f"({exc.status} {exc.code}): the assumed api_keys columns or key hash "
                 "(sha256 hex of the whole key, see fake_contextq/wire.py) do not match "
                 "this ContextQ's, or the API reads another database than "
@@ -197,8 +256,8 @@ class LiveStack:
             ) from None
         except ContextQConnectionError as exc:
             raise LiveSetupError(
-                f"cannot reach ContextQ at {tenant.base_url}: {exc}; is the dev stack "
-                "running? (set CONTEXT_API_URL)"
+                f"cannot reach ContextQ at {redact(tenant.base_url)}: {redact(str(exc))}; is the "
+                "dev stack running? (set CONTEXT_API_URL)"
             ) from None
 
     def mint_key(self, tenant: LiveTenant, scopes: tuple[str, ...]) -> str:

@@ -2,7 +2,8 @@
 
 Off unless ``--contextq-live`` is given or ``CONTEXTQ_LIVE=1`` is set: then every test
 that uses a live fixture, or is marked ``contextq_live``, skips with a reason that says
-how to turn them on. On, an unreachable API or database is an error, never a skip.
+how to turn them on. On, an unreachable API or database is an error, never a skip, and
+never a pass: a test that only carries the marker gets the stack (and its check) too.
 
 The live machinery (``live``, ``database``, ``tenant_sql``, the adapter) is imported only
 when a live fixture runs with live tests on.
@@ -58,6 +59,22 @@ def skip_unless_live(item: pytest.Item) -> None:
         pytest.skip(SKIP_REASON)
 
 
+def require_stack(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With live tests on, a test that only carries the marker still gets the session's
+    stack, so it meets the same reachability check as the fixtures (unreachable: an
+    error, never a pass)."""
+    if not live_enabled(config):
+        return
+    for item in items:
+        names = getattr(item, "fixturenames", None)
+        if (
+            item.get_closest_marker(LIVE_MARKER) is not None
+            and isinstance(names, list)
+            and "contextq_live" not in names
+        ):
+            names.append("contextq_live")
+
+
 def summary_lines(config: pytest.Config) -> list[str]:
     """What the live fixtures said (cleanup, tenants left in place, reaping)."""
     return config.stash.get(_LINES, [])
@@ -74,8 +91,13 @@ def contextq_live(request: pytest.FixtureRequest) -> Iterator[LiveStack]:
 
     try:
         stack = LiveStack(LiveConfig.from_env(), report=lines.append)
+    except LiveSetupError as exc:
+        raise pytest.fail.Exception(f"contextq live: {exc}", pytrace=False) from None
+    try:
+        stack.check()
         stack.reap()
     except LiveSetupError as exc:
+        stack.close()
         raise pytest.fail.Exception(f"contextq live: {exc}", pytrace=False) from None
     yield stack
     stack.close()

@@ -15,15 +15,18 @@ except ModuleNotFoundError as exc:
 
 from adapter.paths import MAX_DEPTH, MAX_NAME_BYTES, MAX_PATH_BYTES, ROOT
 
+# No controls (C0, DEL, C1), no format characters (bidi controls, zero-width ones: Cf), no
+# line or paragraph separators: the path rules refuse them all.
 _NAME_ALPHABET = st.characters(
     codec="utf-8",
-    exclude_categories=("Cc", "Cs", "Zl", "Zp"),
+    exclude_categories=("Cc", "Cf", "Cs", "Zl", "Zp"),
     exclude_characters="/\\%",
 )
 
 
 def memory_names() -> st.SearchStrategy[str]:
-    """One safe path name: no '/', '\\', '%', control characters, not hidden, not '.'."""
+    """One safe path name: no '/', '\\', '%', control or format characters, not hidden,
+    not '.'."""
     return (
         st.text(_NAME_ALPHABET, min_size=1, max_size=24)
         .map(str.strip)
@@ -41,8 +44,8 @@ def memory_paths(max_depth: int = 4) -> st.SearchStrategy[str]:
 
 
 def hostile_memory_paths() -> st.SearchStrategy[str]:
-    """Paths a memory backend must refuse: escapes, encodings, control characters, hidden
-    names, wrong roots, oversized names and paths."""
+    """Paths a memory backend must refuse: escapes, encodings, control and invisible format
+    characters, hidden names, wrong roots, oversized names and paths."""
     name = memory_names()
     attacks = st.sampled_from(
         [
@@ -52,6 +55,10 @@ def hostile_memory_paths() -> st.SearchStrategy[str]:
             "a\\b",
             "a\x00b",
             "a\nb",
+            "a\x9bb",  # C1: CSI
+            "a\u202eb",  # a bidi override
+            "a\u200bb",  # a zero-width space
+            "a\u00adb",  # a soft hyphen (format, invisible)
             "%2e%2e",
             "%2F",
             "%5c",

@@ -30,6 +30,9 @@ USES: Final[Mapping[str, tuple[str, ...]]] = {
     "activity_logs": ("tenant_id", "prev_hash"),
 }
 
+#: Proves the database answers (names no table).
+PING: Final = "SELECT 1"
+
 # [assumed] One atomic statement: a tenant, its owner user and one key, ids from the
 # database.
 PROVISION: Final = """

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-import time
 
 import httpx2
 import pytest
 
 import adapter
 from adapter import AsyncContextQClient, ContextInput, ContextQClient
+from adapter import client as client_module
 from fake_contextq import FakeContextQ, Tenant
+
+
+def _record(into: list[httpx2.Request], status: int, request: httpx2.Request) -> httpx2.Response:
+    into.append(request)
+    return httpx2.Response(status, json={"error": "x", "message": "m"})
 
 
 @pytest.fixture
@@ -258,28 +264,74 @@ def test_undecodable_bodies_and_bad_urls_are_clear(key: str) -> None:
         ContextQClient(key, base_url="ftp://files.example")
 
 
-def test_retry_after_is_honoured_up_to_a_limit(key: str) -> None:
-    seen: list[float] = []
+@pytest.fixture
+def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The waits the clients asked for between attempts, recorded instead of slept."""
+    waits: list[float] = []
 
-    def answer(after: str) -> httpx2.MockTransport:
-        def handler(_r: httpx2.Request) -> httpx2.Response:
-            seen.append(time.monotonic())
-            return httpx2.Response(
-                503, json={"error": "x", "message": "busy"}, headers={"retry-after": after}
-            )
+    async def async_sleep(seconds: float) -> None:
+        waits.append(seconds)
 
-        return httpx2.MockTransport(handler)
+    monkeypatch.setattr(client_module, "_sleep", waits.append)
+    monkeypatch.setattr(client_module, "_async_sleep", async_sleep)
+    return waits
 
+
+def _busy(after: str, seen: list[httpx2.Request]) -> httpx2.MockTransport:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(
+            503, json={"error": "x", "message": "busy"}, headers={"retry-after": after}
+        )
+
+    return httpx2.MockTransport(handler)
+
+
+def test_retry_after_is_honoured_up_to_a_limit(key: str, slept: list[float]) -> None:
+    seen: list[httpx2.Request] = []
     api = ContextQClient(
-        key, http_client=httpx2.Client(transport=answer("0.2"), base_url="http://x"), max_retries=1
+        key,
+        http_client=httpx2.Client(transport=_busy("0.2", seen), base_url="http://x"),
+        max_retries=1,
     )
     with pytest.raises(adapter.UnavailableError):
         api.get_context(1)
-    assert len(seen) == 2 and seen[1] - seen[0] >= 0.2
+    assert (len(seen), slept) == (2, [0.2])
     seen.clear()
+    slept.clear()
     api = ContextQClient(
-        key, http_client=httpx2.Client(transport=answer("3600"), base_url="http://x"), max_retries=3
+        key,
+        http_client=httpx2.Client(transport=_busy("3600", seen), base_url="http://x"),
+        max_retries=3,
     )
     with pytest.raises(adapter.UnavailableError):
         api.get_context(1)
-    assert len(seen) == 1  # a wait longer than RETRY_AFTER_MAX is not sat through
+    assert (len(seen), slept) == (1, [])  # a wait longer than RETRY_AFTER_MAX is not sat through
+
+
+def test_the_async_client_waits_the_same_way(key: str, slept: list[float]) -> None:
+    seen: list[httpx2.Request] = []
+    api = AsyncContextQClient(
+        key,
+        http_client=httpx2.AsyncClient(transport=_busy("1.5", seen), base_url="http://x"),
+        max_retries=2,
+    )
+    with pytest.raises(adapter.UnavailableError):
+        asyncio.run(api.get_context(1))
+    assert (len(seen), slept) == (3, [1.5, 1.5])
+
+
+def test_backoff_grows_with_full_jitter_below_the_cap(key: str, slept: list[float]) -> None:
+    seen: list[httpx2.Request] = []
+    transport = httpx2.MockTransport(functools.partial(_record, seen, 502))
+    api = ContextQClient(
+        key,
+        http_client=httpx2.Client(transport=transport, base_url="http://x"),
+        max_retries=6,
+        retry_backoff=1.0,
+    )
+    with pytest.raises(adapter.UnavailableError):
+        api.list_workspaces()
+    assert len(seen) == 7 and len(slept) == 6
+    for attempt, wait in enumerate(slept):
+        assert 0 <= wait <= min(8.0, 2**attempt)

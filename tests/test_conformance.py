@@ -75,6 +75,73 @@ def test_the_live_target_runs_through_throwaway_tenants(tmp_path: Path) -> None:
         )
 
 
+#: An obviously fake password: it must not show anywhere, however the run ends.
+PASSWORD = "not-a-real-pw-7f3a"
+NO_DATABASE = f"postgresql://me:{PASSWORD}@127.0.0.1:1/db?sslmode=disable"
+
+
+def _unreachable_env(what: str, stack_dsn: str = "") -> tuple[dict[str, str], str]:
+    if what == "database":
+        return (
+            {"CONTEXTQ_DB_DSN": NO_DATABASE, "CONTEXT_API_URL": "http://127.0.0.1:9"},
+            "cannot connect to the database at postgresql://me:***@127.0.0.1:1/db",
+        )
+    return (
+        {"CONTEXTQ_DB_DSN": stack_dsn, "CONTEXT_API_URL": "http://127.0.0.1:9"},
+        "cannot reach ContextQ at http://127.0.0.1:9",
+    )
+
+
+def _assert_nothing_checked(report: Path, why: str) -> None:
+    rows = report_rows(report)
+    assert set(rows) == set(RULES)
+    assert {result for _, result in rows.values()} == {"not checked"}
+    assert why in report.read_text()
+
+
+@pytest.mark.parametrize("what", ["database", "api"])
+def test_an_unreachable_live_target_stops_after_one_line(what: str, tmp_path: Path) -> None:
+    """Not 154 set-up errors and 43 rules that "did not hold": one line saying what could
+    not be reached, a non-zero exit, and a report in which no rule was checked."""
+    with dev_stack() as stack:
+        env, why = _unreachable_env(what, stack.dsn)
+        report = tmp_path / "fidelity.md"
+        result = conformance("--target", "live", "--report", str(report), env=env)
+        assert result.returncode == 3
+        assert result.stdout == ""
+        [line] = result.stderr.splitlines()
+        assert line.startswith("contextq-conformance: cannot set up the live target: ")
+        assert why in line
+        assert PASSWORD not in result.stderr + report.read_text()
+        _assert_nothing_checked(report, why)
+        if what == "api":  # nothing was made on the database that did answer
+            assert stack.scalar("select count(*) from tenants") == 0
+
+
+def test_run_by_pytest_itself_an_unreachable_target_stops_at_once(tmp_path: Path) -> None:
+    env, why = _unreachable_env("database")
+    report = tmp_path / "fidelity.md"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEXTQ_", "CONTEXT_API"))}
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", "--pyargs", "contextq_conformance",
+            "-p", "contextq_conformance.plugin", "--contextq-target=live",
+            "--contextq-conformance-report", str(report), "-p", "no:cacheprovider",
+        ],
+        cwd=tmp_path,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    out = result.stdout + result.stderr
+    assert result.returncode == 3, out[-3000:]
+    assert "Traceback" not in out and " error" not in out
+    assert sum(why in line for line in out.splitlines()) == 1
+    assert PASSWORD not in out
+    _assert_nothing_checked(report, why)
+
+
 BROKEN_SEARCH = '''
 from fake_contextq.domain import parse
 

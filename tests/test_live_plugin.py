@@ -17,7 +17,7 @@ import pytest
 def test_uses_a_tenant(contextq_live_tenant):
     assert contextq_live_tenant.client.list_contexts().total == 0
     contextq_live_tenant.client.create_context(type="reference", title="t", content="c")
-    print("TENANT", contextq_live_tenant.tenant_id)
+    print("TENANT wrote", contextq_live_tenant.tenant_id)
 
 @pytest.mark.contextq_live
 def test_marked_live():
@@ -25,14 +25,14 @@ def test_marked_live():
 
 def test_fails_after_writing(contextq_live_tenant):
     contextq_live_tenant.client.create_workspace("ws")
-    print("TENANT", contextq_live_tenant.tenant_id)
+    print("TENANT wrote", contextq_live_tenant.tenant_id)
     assert False, "the test's own failure"
 
 def test_two_tenants_on_two_plans(contextq_live, contextq_live_tenants):
     free, pro = contextq_live_tenants(), contextq_live_tenants(plan="pro")
     assert free.tenant_id != pro.tenant_id
-    print("TENANT", free.tenant_id)
-    print("TENANT", pro.tenant_id)
+    print("TENANT clean", free.tenant_id)
+    print("TENANT clean", pro.tenant_id)
 """
 
 
@@ -74,16 +74,19 @@ def test_with_the_flag_tenants_are_made_and_nothing_usable_is_left(
     )
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*AssertionError: the test's own failure*"])
-    tenants = [int(n) for n in re.findall(r"TENANT (\d+)", result.stdout.str())]
-    assert len(tenants) == 4
+    # the tests run in any order (pytest-randomly shuffles this inner run too): each line
+    # says what its tenant did
+    found = re.findall(r"TENANT (wrote|clean) (\d+)", result.stdout.str())
+    tenants = {int(n): what for what, n in found}
+    assert sorted(tenants.values()) == ["clean", "clean", "wrote", "wrote"]
     for tenant_id in tenants:
         keys = stack.scalar("select count(*) from api_keys where tenant_id = :t", t=tenant_id)
         users = stack.scalar("select count(*) from users where tenant_id = :t", t=tenant_id)
         assert (keys, users) == (0, 0)
     # the two that wrote keep their tenant rows (chained audit rows); the two that did not
     # are gone whole
-    kept = [stack.scalar("select count(*) from tenants where id = :t", t=t) for t in tenants]
-    assert kept == [1, 1, 0, 0]
+    kept = {t: stack.scalar("select count(*) from tenants where id = :t", t=t) for t in tenants}
+    assert kept == {t: 1 if what == "wrote" else 0 for t, what in tenants.items()}
     result.stdout.fnmatch_lines(
         [
             "*= contextq live =*",
@@ -115,6 +118,51 @@ def test_an_unreachable_database_is_an_error_not_a_skip(
     )
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*contextq live: cannot reach Docker*is Docker running*"])
+
+
+@pytest.mark.parametrize("unreachable", ["api", "database"])
+def test_a_test_with_only_the_marker_is_an_error_when_the_stack_is_unreachable(
+    pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch, stack: DevStack, unreachable: str
+) -> None:
+    """Not a pass, not a skip: the marker alone gets the fixtures' reachability check."""
+    if unreachable == "api":
+        clean_env.setenv("CONTEXTQ_DB_DSN", stack.dsn)
+        clean_env.setenv("CONTEXT_API_URL", "http://127.0.0.1:9")
+        said = "*contextq live: cannot reach ContextQ at http://127.0.0.1:9*"
+    else:
+        clean_env.setenv("CONTEXT_API_URL", stack.served.url)
+        clean_env.setenv("DOCKER_HOST", "unix:///tmp/no-such-docker.sock")
+        said = "*contextq live: cannot reach Docker*"
+    pytester.makepyfile(
+        "import pytest\n\n"
+        "@pytest.mark.contextq_live\n"
+        "def test_marked_only():\n    pass\n\n"
+        "@pytest.mark.contextq_live\n"
+        "def test_marked_too():\n    pass\n\n"
+        "def test_not_live():\n    pass\n"
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "contextq_fixtures", "--contextq-live", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(errors=2, passed=1)
+    result.stdout.fnmatch_lines([said])
+
+
+def test_with_the_flag_a_marked_test_gets_the_stack(
+    pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch, stack: DevStack
+) -> None:
+    for name, value in stack.env().items():
+        clean_env.setenv(name, value)
+    pytester.makepyfile(
+        "import pytest\n\n"
+        "@pytest.mark.contextq_live\n"
+        "def test_marked_only(request):\n"
+        "    assert 'contextq_live' in request.fixturenames\n"
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "contextq_fixtures", "--contextq-live", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1)
 
 
 def test_an_interrupted_run_still_cleans_up(

@@ -91,3 +91,45 @@ def test_the_quick_start_works_as_written(
             seen[1]["messages"][-1]["content"][0]["content"]
             == "File created successfully at: /memories/prefs.md"
         )
+
+
+def _block_after(marker: str) -> str:
+    text = README.read_text()
+    match = re.search(r"```python\n(.*?)```", text[text.index(marker) :], re.S)
+    assert match, f"no python block after {marker!r}"
+    return match.group(1)
+
+
+def test_the_fake_as_a_context_manager_works_as_written() -> None:
+    """The README's "Life" block runs, and leaving it closes the fake."""
+    closed: list[FakeContextQ] = []
+
+    class Recording(FakeContextQ):
+        def close(self) -> None:
+            closed.append(self)
+            super().close()
+
+    namespace: dict[str, Any] = {"FakeContextQ": Recording}
+    exec(compile(_block_after("**Life.**"), "README.md", "exec"), namespace)
+    assert closed == [namespace["fake"]]
+
+
+def test_a_direct_call_raises_the_sdks_tool_error_from_where_the_readme_says() -> None:
+    text = README.read_text()
+    [line] = [ln for ln in text.splitlines() if "import ToolError" in ln]
+    statement = re.search(r"`(from \S+ import ToolError)`", line)
+    assert statement, line
+    namespace: dict[str, Any] = {}
+    exec(statement.group(1), namespace)
+    from adapter import ContextQMemoryTool
+
+    with FakeContextQ() as fake:
+        tenant = fake.create_tenant()
+        fake.create_workspace(tenant, "acme")
+        memory = ContextQMemoryTool(
+            fake.mint_key(tenant), http_client=fake.client(), workspace="acme"
+        )
+        with pytest.raises(namespace["ToolError"], match="does not exist"):
+            memory.call({"command": "view", "path": "/memories/nope.md"})
+        with pytest.raises(namespace["ToolError"]):
+            memory.recall("")
