@@ -10,6 +10,9 @@
     python3 dev.py package                                build the sdist and wheel, check
                                                           them, and run the downstream tests
                                                           against the wheel in a fresh venv
+    python3 dev.py mutate [MODULE...]                     mutation-test the core modules
+                                                          (all, or those named: a path or a
+                                                          stem such as paths or quota)
 
 The first run creates ``.venv`` beside this file and installs the project into it
 (with the ``dev`` extra); later runs reinstall only when ``pyproject.toml`` changed.
@@ -88,7 +91,9 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
-    if command not in ("serve", "demo", "test", "check", "bench", "package"):
+    if command == "_mutmut":  # dev.py mutate's child, already in .venv's Python
+        return _mutmut_one(rest[0], rest[1:])
+    if command not in ("serve", "demo", "test", "check", "bench", "package", "mutate"):
         print(f"dev.py: unknown command {command!r}\n{__doc__}", file=sys.stderr)
         return 2
     ensure_venv()
@@ -101,6 +106,8 @@ def main(argv: list[str]) -> int:
         return run(PYTHON, "-m", "pytest", *parallel, *_test_order(rest), *rest)
     if command == "package":
         return package()
+    if command == "mutate":
+        return mutate(rest)
     if command == "bench":
         return run(PYTHON, "benchmarks/bench.py", *rest)
     status = run(PYTHON, "-m", "ruff", "check", ".")
@@ -276,6 +283,130 @@ def package() -> int:
             return status
         print("dev.py: running the shipped conformance suite from the wheel", flush=True)
         return subprocess.call([str(py), "-m", "contextq_conformance", "--", "-q"], cwd=tmp)
+
+
+MUTANTS = ROOT / "mutants"
+#: Surviving mutants judged equivalent (no test could tell them from the original): one a
+#: line, ``<key> <mutant name> <why>``; the key hashes the mutated function and the change.
+EQUIVALENT = ROOT / "mutmut-equivalent.txt"
+KILLED = ("killed", "timeout", "caught by type check", "segfault")
+
+
+def _mutate_modules() -> dict[str, list[str]]:
+    """``[tool.dev.mutate]`` of pyproject.toml: each core module and the tests run against
+    its mutants."""
+    import tomllib
+
+    table = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["dev"]["mutate"]
+    return {str(module): [str(t) for t in tests] for module, tests in table.items()}
+
+
+def mutate(names: list[str]) -> int:
+    """Mutation-test each named core module (all by default), one at a time: mutmut copies
+    the sources under ``mutants/`` and mutates the copy (the source tree is only read), then
+    runs each mutant against the module's tests in one worker process."""
+    import json
+    import shutil
+
+    modules = _mutate_modules()
+    chosen = []
+    for name in names or list(modules):
+        found = [m for m in modules if name in (m, Path(m).stem, Path(m).with_suffix("").name)]
+        if len(found) != 1:
+            print(f"dev.py mutate: {name!r} is not one core module of {sorted(modules)}")
+            return 2
+        chosen.append(found[0])
+    scores = []
+    for module in chosen:
+        shutil.rmtree(MUTANTS, ignore_errors=True)  # a fresh run: tests may have changed
+        print(f"dev.py mutate: {module} against {' '.join(modules[module])}", flush=True)
+        status = run(str(PYTHON), "dev.py", "_mutmut", module, *modules[module])
+        summary = MUTANTS / "dev-summary.json"
+        if status != 0 or not summary.exists():
+            print(f"dev.py mutate: mutmut failed on {module} (exit {status})", file=sys.stderr)
+            return status or 1
+        scores.append(json.loads(summary.read_text()))
+    print("\nmodule                               mutants  killed  equivalent  survived  score")
+    for s in scores:
+        print(
+            f"{s['module']:<36} {s['total']:>7} {s['killed']:>7} {s['equivalent']:>11} "
+            f"{s['survived']:>9} {s['score']:>5.1f}%"
+        )
+    return 0
+
+
+def _equivalent_keys() -> dict[str, str]:
+    if not EQUIVALENT.exists():
+        return {}
+    keys = {}
+    for line in EQUIVALENT.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            key, _, rest = line.partition(" ")
+            keys[key] = rest.strip()
+    return keys
+
+
+def _mutant_key(name: str, diff: str) -> str:
+    """Stable across renumbering: the function mutated and the lines the mutant changes."""
+    changed = [
+        line[0] + line[1:].strip()
+        for line in diff.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    function = name.partition("__mutmut_")[0]
+    return hashlib.sha256("\n".join([function, *changed]).encode()).hexdigest()[:10]
+
+
+def _mutmut_one(module: str, tests: list[str]) -> int:
+    """Run mutmut on ``module`` alone (``only_mutate``) against ``tests``, then print its
+    survivors and write ``mutants/dev-summary.json``. The rest of mutmut's configuration is
+    ``[tool.mutmut]`` in pyproject.toml."""
+    import json
+
+    from mutmut import configuration
+    from mutmut.__main__ import _run
+    from mutmut.mutation.data import SourceFileMutationData
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+    from mutmut.stats import status_by_exit_code
+
+    config = configuration.config()
+    config.only_mutate = [module]
+    config.pytest_add_cli_args_test_selection = tests
+    _run([], max_children=1)  # one worker: the machine is shared
+
+    data = SourceFileMutationData(path=Path(module))
+    data.load()
+    equivalent = _equivalent_keys()
+    killed = listed = 0
+    survivors = []
+    for name, code in sorted(data.exit_code_by_key.items()):
+        status = status_by_exit_code[code]
+        if status in KILLED:
+            killed += 1
+            continue
+        diff = get_diff_for_mutant(name, path=module)
+        key = _mutant_key(name, diff)
+        if status == "survived" and key in equivalent:
+            listed += 1
+            continue
+        survivors.append(f"{status}: {name} (key {key})\n{diff}")
+    total = len(data.exit_code_by_key)
+    tested = total - listed
+    score = 100.0 * killed / tested if tested else 100.0
+    print(f"\n{module}: {total} mutants, {killed} killed, {listed} equivalent, ", end="")
+    print(f"{len(survivors)} not killed; score {score:.1f}%")
+    for survivor in survivors:
+        print(f"\n{survivor}")
+    summary = {
+        "module": module,
+        "total": total,
+        "killed": killed,
+        "equivalent": listed,
+        "survived": len(survivors),
+        "score": score,
+    }
+    (MUTANTS / "dev-summary.json").write_text(json.dumps(summary))
+    return 0
 
 
 if __name__ == "__main__":

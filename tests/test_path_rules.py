@@ -225,3 +225,84 @@ def test_external_ids_round_trip_and_other_rows_are_not_ours() -> None:
     assert decode_external_id("mem-tool", "other:acme/a.md") is None
     assert decode_external_id("mem-tool", "xmem-tool:acme/a.md") is None
     assert decode_external_id("mem-tool", None) is None
+
+
+# ----- the characters a name may not hold, and workspace names that are not slugs ---------
+
+SLUG_SENTENCE = (
+    "A workspace name must already be the slug, in lowercase ASCII letters, digits and "
+    "single hyphens."
+)
+
+
+@pytest.mark.parametrize(
+    ("char", "described"),
+    [
+        ("\x9b", "the control character U+009B"),  # a C1 control: no Unicode name
+        ("\u200b", "the invisible format character U+200B (ZERO WIDTH SPACE)"),
+        ("\u2028", "the line separator character U+2028 (LINE SEPARATOR)"),
+        ("\u2029", "the paragraph separator character U+2029 (PARAGRAPH SEPARATOR)"),
+        ("\U000e0001", "the invisible format character U+E0001 (LANGUAGE TAG)"),
+    ],
+)
+def test_a_refused_character_is_named_by_kind_code_point_and_unicode_name(
+    char: str, described: str
+) -> None:
+    path = f"/memories/a{char}b"
+    assert refusal(path) == (
+        f"Path {path!r} contains {described}; names may not hold control or invisible "
+        "format characters."
+    )
+
+
+def test_the_first_refused_character_is_the_one_reported() -> None:
+    path = "/memories/é\u200b\x01"
+    assert refusal(path).startswith(
+        f"Path {path!r} contains the invisible format character U+200B (ZERO WIDTH SPACE);"
+    )
+
+
+def test_an_unassigned_character_is_not_refused_below_the_workspace() -> None:
+    # U+0378 has no category worth refusing (Cn) and no Unicode name: no crash either way
+    assert segments("/memories/acme/a\u0378b") == ("acme", "a\u0378b")
+    assert locate("/memories/a\u0378b", "acme").rest == "a\u0378b"
+
+
+@pytest.mark.parametrize(
+    ("name", "holds"),
+    [
+        ("acm\u00e9", "U+00E9 (LATIN SMALL LETTER E WITH ACUTE)"),
+        ("\u212aeep", "U+212A (KELVIN SIGN)"),
+        ("a\u0378b", "U+0378"),  # unassigned: no name, so no suffix and no crash
+        ("x\u00fc\u00e9", "U+00FC (LATIN SMALL LETTER U WITH DIAERESIS)"),  # the first one
+    ],
+)
+def test_a_workspace_name_that_is_not_ascii_is_refused_with_its_first_odd_character(
+    name: str, holds: str
+) -> None:
+    path = f"/memories/{name}/a.md"
+    with pytest.raises(ToolError) as caught:
+        locate(path, None)
+    assert str(caught.value) == (
+        f"Path {path!r}: the workspace name {name!r} is not a ContextQ workspace slug, and is "
+        f"not folded into one: it holds {holds}. {SLUG_SENTENCE}"
+    )
+
+
+def test_the_tool_refuses_an_unassigned_character_in_a_workspace_name_clearly(
+    fake: FakeContextQ, key: str
+) -> None:
+    tool = ContextQMemoryTool(key, http_client=fake.client())
+    name = "\u0378"
+    path = f"/memories/{name}/a.md"
+    with pytest.raises(ToolError) as caught:
+        call(tool, "view", path=path)
+    assert str(caught.value) == (
+        f"Path {path!r}: the workspace name {name!r} is not a ContextQ workspace slug, and is "
+        f"not folded into one: it holds U+0378. {SLUG_SENTENCE}"
+    )
+
+
+def test_only_ascii_letters_fold_into_a_slug() -> None:
+    assert locate("/memories/AbC-9/x", None).workspace == "abc-9"
+    assert locate("/memories/ZZ", None).workspace == "zz"

@@ -143,3 +143,18 @@ def test_a_document_matching_more_terms_adds_their_scores() -> None:
 def test_lengths_are_measured_against_the_average() -> None:
     found = index((1, "", "vault", ()), (2, "", "vault", ())).top(["vault"], 2)
     assert all(math.isclose(score, math.log(1.2)) for _, score in found)  # df = n = 2
+
+
+def test_tags_are_separate_words_and_the_separator_adds_no_term() -> None:
+    # two tags index exactly as the one tag "vault key" would: each tag its own word, and
+    # joining them adds nothing (no extra term, no longer document, no glued words)
+    two = index((1, "", "", ("vault", "key")), (2, "", "other", ()))
+    one = index((1, "", "", ("vault key",)), (2, "", "other", ()))
+    for term in ("vault", "key"):
+        assert two.top([term], 5) == one.top([term], 5)
+        assert ids(two.top([term], 5)) == [1]
+    assert two.top(["xx", "vaultkey", "vaultxx", "xxkey"], 5) == []
+    # the tag words weigh 2 each: the document's length is 4, against "other" at 1
+    alone = index((1, "", "", ("vault", "key")), (2, "", "vault", ())).top(["vault"], 2)
+    single = index((1, "", "", ("vault key",)), (2, "", "vault", ())).top(["vault"], 2)
+    assert alone == single
