@@ -17,6 +17,9 @@ on any machine) and, where there is one, a target:
   the scripted model's ``POST /v1/messages``, within 2x the same request to a trivial
   ASGI app served the same way; 8 concurrent clients get at least half the trivial app's
   requests per second from the fake.
+- the recording proxy (``fake-anthropic record``, its own process) adds at most 1 ms to
+  a served scripted model's ``POST /v1/messages`` over the same request sent direct
+  (``Target(max_added_ms=...)``: a bound on the median minus the baseline's median).
 
 Timing uses ``time.perf_counter_ns`` with the garbage collector off during the timed
 runs. ``--quick`` runs fewer iterations (a CI smoke run); ``--json PATH`` also writes the
@@ -167,10 +170,13 @@ async def ameasure_interleaved(
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """A bound on a row's median: an absolute time, a multiple of its baseline, or both."""
+    """A bound on a row's median: an absolute time, a multiple of its baseline, a time
+    added to its baseline's median (``max_added_ms``: what a layer in front of the baseline
+    costs), or several of these."""
 
     max_ms: float | None = None
     max_ratio: float | None = None
+    max_added_ms: float | None = None
 
     def describe(self) -> str:
         parts = []
@@ -178,6 +184,8 @@ class Target:
             parts.append(f"< {self.max_ms:g} ms")
         if self.max_ratio is not None:
             parts.append(f"<= {self.max_ratio:g}x")
+        if self.max_added_ms is not None:
+            parts.append(f"<= base + {self.max_added_ms:g} ms")
         return ", ".join(parts)
 
 
@@ -190,6 +198,7 @@ class Row:
     target: Target | None = None
     note: str = ""
     ratio: float | None = None
+    added_ms: float | None = None  # median minus the baseline's median
     result: str | None = None  # "PASS", "MISS", or None without a target
 
 
@@ -242,12 +251,17 @@ class Bench:
         if baseline is not None:
             base = self.row(baseline)
             row.ratio = stats.median_ms / base.stats.median_ms if base.stats.median_ms else None
+            row.added_ms = stats.median_ms - base.stats.median_ms
         if target is not None:
             ok = True
             if target.max_ms is not None:
                 ok = ok and stats.median_ms < target.max_ms
             if target.max_ratio is not None:
                 ok = ok and row.ratio is not None and row.ratio <= target.max_ratio
+            if target.max_added_ms is not None:
+                ok = ok and row.added_ms is not None and row.added_ms <= target.max_added_ms
+                added = "?" if row.added_ms is None else f"{row.added_ms:+.3f}"
+                row.note = f"adds {added} ms" + (f"; {note}" if note else "")
             row.result = "PASS" if ok else "MISS"
         self.rows.append(row)
         return row
@@ -1458,6 +1472,98 @@ def bench_served(bench: Bench) -> None:
     gc.collect()
 
 
+# ----- the recording proxy: what it adds to a request, next to the request sent direct --------
+
+
+def _start_proxy(upstream: str, out: Path) -> tuple[Any, str]:
+    """``fake-anthropic record`` in a child process (so it does not share the client's
+    interpreter lock), and the URL it printed."""
+    import os
+    import subprocess
+
+    command = [sys.executable, "-m", "fake_anthropic", "record", "--upstream", upstream]
+    process = subprocess.Popen(
+        [*command, "--out", str(out), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert process.stdout is not None
+    for _ in range(5):
+        line = process.stdout.readline()
+        if line.startswith("ANTHROPIC_BASE_URL="):
+            return process, line.strip().split("=", 1)[1]
+    process.kill()
+    raise RuntimeError(f"fake-anthropic record printed no URL: {process.communicate()}")
+
+
+@section("recording proxy (fake-anthropic record vs the same request sent direct)")
+def bench_recording_proxy(bench: Bench) -> None:
+    """What ``fake-anthropic record`` adds to a request: one kept-alive client sends the same
+    ``POST /v1/messages`` to a served scripted model (the upstream) and, interleaved, through
+    the proxy in front of it; the target is on the difference of the medians (the proxy's
+    own work plus one more loopback hop), not a ratio."""
+    import signal
+    import tempfile
+
+    from fake_anthropic import ScriptedModel, text
+
+    it = bench.iters(full=(600, 60), quick=(120, 15))
+    stack = contextlib.ExitStack()
+    try:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        model = ScriptedModel()
+        model.script(*(text("ok") for _ in range(2 * (it.n + it.warmup) + 2)))
+        upstream = stack.enter_context(model.serve())
+        process, proxy_url = _start_proxy(upstream.url, tmp / "recording.json")
+
+        def stop_proxy() -> None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.communicate(timeout=30)
+            except Exception:
+                process.kill()
+                raise
+
+        stack.callback(stop_proxy)
+        headers = {"x-api-key": "sk-bench-key", "anthropic-version": "2023-06-01"}
+        direct = stack.enter_context(_one_connection(upstream.url, headers))
+        proxied = stack.enter_context(_one_connection(proxy_url, headers))
+        ask = json.dumps(
+            {"model": "m", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+        ).encode()
+        for client in (direct, proxied):
+            reply = expect(client.post("/v1/messages", content=ask, headers=JSON_HEADERS), 200)
+            reply = reply.json()
+            if reply["content"] != [{"type": "text", "text": "ok"}]:
+                raise RuntimeError(f"the model answered {reply['content']!r}")
+        gc.freeze()
+        direct_s, proxied_s = measure_interleaved(
+            [
+                lambda: expect(direct.post("/v1/messages", content=ask, headers=JSON_HEADERS), 200),
+                lambda: expect(
+                    proxied.post("/v1/messages", content=ask, headers=JSON_HEADERS), 200
+                ),
+            ],
+            it.n,
+            it.warmup,
+        )
+        model.verify()
+        base = "direct: served model POST /v1/messages"
+        bench.add(base, direct_s)
+        bench.add(
+            "through fake-anthropic record",
+            proxied_s,
+            baseline=base,
+            target=Target(max_added_ms=1.0),
+        )
+    finally:
+        gc.unfreeze()
+        stack.close()
+    gc.collect()
+
+
 def fmt_ms(value: float) -> str:
     return f"{value:.3f}" if value < 10 else f"{value:.1f}"
 
@@ -1596,6 +1702,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     **{k: round(v, 4) for k, v in asdict(r.stats).items()},
                     "baseline": r.baseline,
                     "ratio": None if r.ratio is None else round(r.ratio, 3),
+                    "added_ms": None if r.added_ms is None else round(r.added_ms, 4),
                     "target": None if r.target is None else asdict(r.target),
                     "result": r.result,
                     "note": r.note,

@@ -10,6 +10,11 @@ database by ``CONTEXTQ_DB_DSN`` or Docker access to its Postgres container
 (``CONTEXTQ_DB_CONTAINER``, default shared-context-postgres): a throwaway tenant is
 provisioned there and cleaned up however the run ends.
 
+``--record PATH`` sends the Anthropic calls through the recording proxy
+(``fake-anthropic record``, in this process) and writes what the API said to PATH, with no
+credential in it; ``fake-anthropic serve PATH`` replays it, so CI runs the same round trip
+with no key and no network, against the fake ContextQ (see the README, "The live script").
+
 Exit codes: 0 every check passed (or no key: nothing run), 1 a check failed, 2 the stack
 could not be set up or cleaned up, 3 the Anthropic API refused or failed.
 """
@@ -64,6 +69,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--model", default=os.environ.get("ANTHROPIC_MODEL", DEFAULT_MODEL))
     parser.add_argument("--max-tokens", type=int, default=1024)
+    parser.add_argument(
+        "--record",
+        metavar="PATH",
+        help="record the Anthropic exchanges to PATH (replay: fake-anthropic serve PATH)",
+    )
     return parser.parse_args(argv)
 
 
@@ -128,9 +138,23 @@ def run(args: argparse.Namespace) -> int:
         return SETUP_FAILED
     print(f"contextq: {config.api_url}, database: {stack.database.description}", flush=True)
 
+    recorder = None
+    sent_to = base_url
+    if args.record:
+        from fake_anthropic._recorder import Recorder
+
+        try:
+            recorder = Recorder(base_url, args.record)
+            sent_to = recorder.start()
+        except OSError as exc:
+            stack.close()
+            print(f"live memory round trip: SETUP FAILED: cannot record to {args.record}: {exc}")
+            return SETUP_FAILED
+        print(f"recording to {args.record} through {_host(sent_to)}", flush=True)
+
     outcome = Outcome()
     where = ""
-    client = anthropic.Anthropic(base_url=base_url)
+    client = anthropic.Anthropic(base_url=sent_to)
     try:
         with stack.tenant() as tenant:
             workspace = f"e2e-{stack.run_id}"
@@ -181,6 +205,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         client.close()
         stack.close()
+        if recorder is not None:
+            recorder.close()
+            print(
+                f"recorded {len(recorder.proxy.exchanges)} exchange(s) to {args.record}",
+                flush=True,
+            )
 
     for what in outcome.passed:
         print(f"  ok    {what}")

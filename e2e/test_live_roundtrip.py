@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from e2e.processes import Served, start, start_model, stop
+from e2e.processes import Served, anthropic_command, start, start_model, stop
+from fake_anthropic import load_recording
 from tests.live_stack import CONTAINER, docker_engine_for, libpq_dsn
 from tests.stores import postgres_schema
 
@@ -189,3 +190,76 @@ def test_it_also_runs_as_a_file() -> None:
         timeout=60,
     )
     assert result.returncode == 0 and "--anthropic-base-url" in result.stdout
+
+
+def _serve_recording(path: Path) -> tuple[subprocess.Popen[str], str]:
+    """``fake-anthropic serve RECORDING`` (strict replay), and its base URL."""
+    process = subprocess.Popen(
+        [*anthropic_command(), "serve", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert process.stdout is not None
+    for _ in range(5):
+        line = process.stdout.readline()
+        if line.startswith("ANTHROPIC_BASE_URL="):
+            return process, line.strip().split("=", 1)[1]
+    process.kill()
+    raise AssertionError(f"fake-anthropic serve printed no URL: {process.communicate()}")
+
+
+def test_record_then_replay_the_round_trip_with_no_model(stack: Stack, tmp_path: Path) -> None:
+    """``--record``: the round trip through the recording proxy to "the real API" (a served
+    scripted model here), then the same round trip replayed from the file alone, strictly
+    matched, against the fake ContextQ: as CI runs it with no key and no network."""
+    recording = tmp_path / "recordings" / "roundtrip.json"
+    key = "sk-ant-recorded-key-0123456789"
+    model, model_url = start_model(SCRIPT, tmp_path)
+    try:
+        recorded = _run(
+            "--anthropic-base-url",
+            model_url,
+            "--record",
+            str(recording),
+            env={**stack.env, "ANTHROPIC_API_KEY": key},
+        )
+    finally:
+        model.send_signal(signal.SIGINT)
+        model.communicate(timeout=30)
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    lines = recorded.stdout.splitlines()
+    assert f"recorded {len(SCRIPT)} exchange(s) to {recording}" in lines
+    assert any(line.startswith(f"recording to {recording} through 127.0.0.1:") for line in lines)
+    text = recording.read_text()
+    assert key not in text
+    assert len(load_recording(recording)) == len(SCRIPT)
+
+    replay, replay_url = _serve_recording(recording)
+    try:
+        replayed = _run(
+            "--anthropic-base-url", replay_url, env={**stack.env, "ANTHROPIC_API_KEY": "replay"}
+        )
+    finally:
+        replay.send_signal(signal.SIGINT)
+        out, err = replay.communicate(timeout=30)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr + out + err
+    assert replayed.stdout.splitlines()[-1].startswith(
+        "live memory round trip: PASS: 4 of 4 checks (context "
+    )
+    assert replay.returncode == 0, out + err  # every recorded exchange matched and played
+
+
+def test_record_to_an_unwritable_path_is_a_setup_failure(stack: Stack, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    env = {**stack.env, "ANTHROPIC_API_KEY": "sk-x"}
+    result = _run(
+        "--anthropic-base-url", "http://127.0.0.1:9", "--record", str(blocker / "r.json"), env=env
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1].startswith(
+        f"live memory round trip: SETUP FAILED: cannot record to {blocker / 'r.json'}"
+    )
+    assert stack.count("select count(*) from users") == 0

@@ -17,6 +17,7 @@ import asyncio
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -45,6 +46,7 @@ HOP_BY_HOP: Final = frozenset(
     }
 )
 UPSTREAM_TIMEOUT: Final = httpx2.Timeout(600.0, connect=10.0)
+_TIMEOUT_EXTENSION: Final = UPSTREAM_TIMEOUT.as_dict()
 
 
 def _response_body(content_type: str, data: bytes) -> tuple[bool, object]:
@@ -76,6 +78,8 @@ class RecordingProxy:
         self._client: httpx2.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.failures: list[str] = []
+        self._pending = 0  # requests received and not yet recorded (or given up on)
+        self._settled = threading.Condition()
 
     @property
     def exchanges(self) -> list[Exchange]:
@@ -86,6 +90,12 @@ class RecordingProxy:
             self._loop = asyncio.get_running_loop()
             self._client = httpx2.AsyncClient(timeout=UPSTREAM_TIMEOUT, follow_redirects=False)
         return self._client
+
+    def settle(self, timeout: float = 10.0) -> None:
+        """Wait until every request received so far is recorded or given up on: a client
+        has the whole answer a moment before the proxy records the exchange."""
+        with self._settled:
+            self._settled.wait_for(lambda: self._pending == 0, timeout)
 
     def flush(self, timeout: float = 10.0) -> None:
         """Wait until the file holds every finished exchange."""
@@ -124,7 +134,14 @@ class RecordingProxy:
             raw += event.get("body", b"")
             if not event.get("more_body", False):
                 break
-        await self._forward(scope, bytes(raw), send)
+        with self._settled:
+            self._pending += 1
+        try:
+            await self._forward(scope, bytes(raw), send)
+        finally:
+            with self._settled:
+                self._pending -= 1
+                self._settled.notify_all()
 
     async def _forward(self, scope: Scope, raw: bytes, send: Send) -> None:
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
@@ -134,7 +151,16 @@ class RecordingProxy:
         forwarded = [(k, v) for k, v in headers if k.lower() not in HOP_BY_HOP]
         forwarded.append(("accept-encoding", "identity"))
         client = self._http()
-        request = client.build_request(scope["method"], target, headers=forwarded, content=raw)
+        # Built here, not with client.build_request: nothing of the client's (its default
+        # headers, cookies an upstream set) is added to what the caller sent, and the
+        # merging it skips is a tenth of the proxy's time per request.
+        request = httpx2.Request(
+            scope["method"],
+            target,
+            headers=forwarded,
+            content=raw,
+            extensions={"timeout": _TIMEOUT_EXTENSION},
+        )
         try:
             upstream = await client.send(request, stream=True)
         except httpx2.HTTPError as exc:

@@ -62,6 +62,7 @@ class Recorder:
         """Stop the proxy; the recording on disk already holds every finished exchange."""
         if self._served is not None:
             try:
+                self.proxy.settle()
                 self.proxy.close()
             finally:
                 self._served.stop()
@@ -84,15 +85,18 @@ class Recorder:
 
     @property
     def requests(self) -> list[RecordedRequest]:
+        self.proxy.settle()
         with self._lock:
             return list(self._ledger.requests)
 
     @property
     def tool_results(self) -> list[ToolResult]:
+        self.proxy.settle()
         with self._lock:
             return list(self._ledger.tool_results)
 
     def problems(self) -> list[str]:
+        self.proxy.settle()
         return list(self.proxy.failures)
 
     def verify(self) -> None:

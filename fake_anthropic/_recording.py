@@ -109,7 +109,12 @@ def _head() -> str:
     return f'{{\n "format": "{FORMAT}",\n "version": {VERSION},\n "exchanges": ['
 
 
-def _exchange_text(exchange: Exchange) -> str:
+def _exchange_text(exchange: Exchange, *, pretty: bool = True) -> str:
+    """An exchange's text in the file: indented (for a readable diff when a recording is
+    re-recorded), or on one line (``json``'s C encoder, a twentieth of the time: what the
+    file holds while a recording runs, before ``RecordingFile.close`` rewrites it)."""
+    if not pretty:
+        return "\n  " + json.dumps(exchange.to_json(), ensure_ascii=False)
     return "\n  " + json.dumps(exchange.to_json(), ensure_ascii=False, indent=1).replace(
         "\n", "\n  "
     )
@@ -164,8 +169,10 @@ class RecordingFile:
     killed at any point, sees the file either before or after an exchange, never half of
     one. Appends that come while a write runs are written together by the next one (a
     rename costs about a millisecond on ext4, which the client should not wait for).
-    ``flush()`` waits until the file holds every exchange appended; ``close()`` flushes
-    and stops the thread.
+    ``flush()`` waits until the file holds every exchange appended; ``close()`` flushes,
+    stops the thread and rewrites the file indented. While the recording runs each exchange
+    is one line (made by ``json``'s C encoder, so appending costs the proxy's event loop
+    tens of microseconds, not the milliseconds of the indenting encoder).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -190,7 +197,7 @@ class RecordingFile:
 
     def append(self, exchange: Exchange) -> None:
         """Add an exchange; the file holds it once the writer thread has run."""
-        text = _exchange_text(exchange)
+        text = _exchange_text(exchange, pretty=False)
         with self._changed:
             if self._closed:
                 raise ValueError(f"the recording {self.path} is closed")
@@ -208,14 +215,17 @@ class RecordingFile:
                 raise self.error
 
     def close(self, timeout: float = 10.0) -> None:
-        """Flush, then stop the writer thread."""
+        """Flush, stop the writer thread, then rewrite the file indented."""
         try:
             self.flush(timeout)
         finally:
             with self._changed:
+                already = self._closed
                 self._closed = True
                 self._changed.notify_all()
             self._thread.join(timeout)
+        if not already and self.error is None and not self._thread.is_alive():
+            self._write([_exchange_text(e) for e in self.exchanges])
 
     def _run(self) -> None:
         while True:
