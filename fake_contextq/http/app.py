@@ -645,7 +645,7 @@ class Observed:
         try:
             if fault is not None:
                 if fault.delay:
-                    await asyncio.sleep(fault.delay)
+                    await self.faults.sleep(fault.delay)
                 if fault.drop:
                     record()
                     await _drop_connection(send)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import threading
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +48,8 @@ class Faults:
     def __init__(self) -> None:
         self._faults: list[Fault] = []
         self._lock = threading.Lock()
+        # What a delay waits with; a test may put a recorder here, so no test need time it.
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     def inject(
         self,
