@@ -505,3 +505,54 @@ def test_dev_py_serve_hands_over_its_pid_to_the_server() -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=20)
+
+
+def test_lock_timeout_bounds_the_wait_for_a_held_database(tmp_path: Path) -> None:
+    """--lock-timeout: a request that finds the SQLite file's write lock held by another
+    process answers 503 database_busy after that long, naming the wait; --durable says so."""
+    db = tmp_path / "fake.db"
+    served = start("--db", str(db), "--lock-timeout", "0.5", "--durable")
+    try:
+        assert served.banner[0].endswith(
+            f"(state in {db}, each commit on disk before it answers; Ctrl-C stops it)"
+        )
+        holder = sqlite3.connect(db, isolation_level=None)
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+            with httpx2.Client(
+                base_url=served.url, headers={"Authorization": f"Bearer {served.key}"}
+            ) as c:
+                refused = c.post("/api/contexts", json={**NOTE, "externalId": "held"})
+                assert refused.status_code == 503, refused.text
+                assert refused.json()["error"] == "database_busy"
+                assert "0.5s" in refused.json()["message"]
+                holder.execute("ROLLBACK")
+                made = c.post("/api/contexts", json={**NOTE, "externalId": "held"})
+                assert made.status_code == 201, made.text
+        finally:
+            holder.close()
+    finally:
+        assert stop(served)[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--lock-timeout", "0"), "argument --lock-timeout: must be a number of seconds above 0"),
+        (("--lock-timeout", "soon"), "argument --lock-timeout: must be a number of seconds"),
+        (("--memory", "--durable"), "fake-contextq: --durable applies to a database"),
+        (("--memory", "--lock-timeout", "2"), "fake-contextq: --lock-timeout applies to a"),
+    ],
+)
+def test_database_options_are_refused_where_they_mean_nothing(
+    args: tuple[str, ...], says: str
+) -> None:
+    result = subprocess.run(
+        [*cli_command(), "serve", "--port", "0", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode in (1, 2)
+    assert says in result.stderr
+    assert "Traceback" not in result.stderr

@@ -653,3 +653,17 @@ def test_a_new_sqlite_file_is_made_in_wal_mode(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     conn.close()
+
+
+@pytest.mark.parametrize(("durable", "level"), [(False, 1), (True, 2)])
+def test_durable_sqlite_syncs_each_commit(tmp_path: Path, durable: bool, level: int) -> None:
+    """``durable=True`` (``fake-contextq serve --durable``) runs SQLite with
+    ``synchronous=FULL`` (2), so a commit is on disk before the answer; the default is
+    ``NORMAL`` (1) in WAL mode, which can lose the last commits on power loss."""
+    store = SqlStore(f"sqlite:///{tmp_path / 'durable.db'}", durable=durable)
+    try:
+        with store.transaction() as conn:
+            assert isinstance(conn, sa.Connection)
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == level
+    finally:
+        store.close()

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import errno
+import math
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from adapter import wire
 from fake_contextq import __version__
@@ -22,6 +23,7 @@ from fake_contextq.domain.errors import ApiError
 
 if TYPE_CHECKING:
     from fake_contextq.fake import FakeContextQ
+    from fake_contextq.stores.sql import SqlStore
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 38200  # the dev stack's port, so CONTEXT_API_URL's default reaches the fake
@@ -66,6 +68,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     where.add_argument(
         "--database-url", metavar="URL", help="keep state in this SQLAlchemy database URL instead"
+    )
+    serve.add_argument(
+        "--lock-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="how long a request waits for the database's write lock (or a free connection) "
+        "before it answers 503 database_busy (SQLite 30, Postgres 5)",
+    )
+    serve.add_argument(
+        "--durable",
+        action="store_true",
+        help="make each commit wait until it is on disk (Postgres synchronous_commit on, "
+        "SQLite synchronous=FULL); by default a crash may lose the last acknowledged writes",
     )
     serve.add_argument(
         "--workspace",
@@ -158,12 +173,29 @@ def _scrubbed(text: str, url: str) -> str:
     return text
 
 
-def _open(args: argparse.Namespace) -> tuple[FakeContextQ, str]:
-    """The fake and a phrase saying where its state lives, or SystemExit with one line."""
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, not {text!r}")
+    return value
+
+
+def _open(args: argparse.Namespace) -> tuple[FakeContextQ, SqlStore | None, str]:
+    """The fake, the store it was given (closed after it), and a phrase saying where its
+    state lives; or SystemExit with one line."""
     from fake_contextq.fake import FakeContextQ
 
     if args.memory:
-        return FakeContextQ(), "in memory"
+        if args.lock_timeout is not None or args.durable:
+            option = "--lock-timeout" if args.lock_timeout is not None else "--durable"
+            raise SystemExit(
+                f"fake-contextq: {option} applies to a database (--db or --database-url), "
+                "not to --memory"
+            )
+        return FakeContextQ(), None, "in memory"
     url = args.database_url
     where = _redacted(url) if url is not None else ""
     if url is None:
@@ -173,8 +205,15 @@ def _open(args: argparse.Namespace) -> tuple[FakeContextQ, str]:
         except OSError as exc:
             raise SystemExit(f"fake-contextq: cannot create {path.parent}: {exc}") from None
         url, where = f"sqlite:///{path}", str(path)
+    options: dict[str, Any] = {"durable": args.durable}
+    if args.lock_timeout is not None:
+        options.update(lock_timeout=args.lock_timeout, busy_timeout=args.lock_timeout)
     try:
-        return FakeContextQ(database_url=url), f"state in {where}"
+        from fake_contextq.stores.sql import SqlStore
+
+        store = SqlStore(url, **options)
+        durable = ", each commit on disk before it answers" if args.durable else ""
+        return FakeContextQ(store=store), store, f"state in {where}{durable}"
     except ModuleNotFoundError:
         raise  # a missing driver: serve() names the extra to install
     except Exception as exc:  # one clear line for a bad URL, file or schema, no traceback
@@ -189,7 +228,7 @@ def serve(args: argparse.Namespace) -> int:
         from fake_server import bind_socket, run_foreground, url_for
         from fake_server.served import stop_on_sigterm
 
-        fake, where = _open(args)
+        fake, store, where = _open(args)
     except ModuleNotFoundError as exc:
         print(f"fake-contextq: {_missing(exc)}", file=sys.stderr)
         return 2
@@ -245,6 +284,8 @@ def serve(args: argparse.Namespace) -> int:
     finally:
         sock.close()
         fake.close()
+        if store is not None:
+            store.close()
     print("fake-contextq stopped", flush=True)
     return 0
 

@@ -20,7 +20,7 @@ checkpoint, task, lesson or handoff comes with the audit chain's head and the au
 id, which the request asks for last (``next_id``). Writes commit with
 ``synchronous_commit`` off unless ``durable=True``: a crash of the Postgres server may
 lose the last moments of acknowledged writes (whole transactions, never part of one), as
-SQLite's ``synchronous=NORMAL`` does on power loss.
+SQLite's ``synchronous=NORMAL`` does on power loss (``durable=True`` there: ``FULL``).
 
 Lists and searches read a per-tenant cache of contexts that each store keeps in memory
 and brings up to date from the rows written since (``contexts.revision`` against
@@ -265,12 +265,14 @@ class SqlStore:
         """``busy_timeout`` (SQLite) and ``lock_timeout`` (Postgres) bound, in seconds, the
         wait for a lock another transaction holds, and for one of the store's at most
         ``connections`` connections when all are in use; ``durable=True`` makes each
-        Postgres commit wait for its WAL flush (the server's default; slower)."""
+        commit wait until it is on disk (Postgres: the WAL flush, the server's default;
+        SQLite: ``synchronous=FULL``); slower."""
         if connections < 1:
             raise ValueError(f"connections must be at least 1, not {connections}")
         self.url = database_url(url)
         self.busy_timeout = busy_timeout
         self.lock_timeout = lock_timeout
+        self.durable = durable
         self._local = _Local()
         # An in-memory SQLite database lives in one connection: share it between threads
         # and serialise transactions on it with a lock (a file database serialises itself).
@@ -322,7 +324,7 @@ class SqlStore:
         self._nextval: dict[str, sa.Select[Any]] = {}
         self._with_audit: dict[str, sa.Select[Any]] = {}  # kind -> its id, head, audit id
         if self._dialect == "sqlite":
-            _sqlite_immediate(self.engine, in_memory=self._memory_lock is not None)
+            _sqlite_immediate(self.engine, in_memory=self._memory_lock is not None, durable=durable)
         elif self._dialect == "postgresql":
             _postgres_session(self.engine, lock_timeout=lock_timeout, durable=durable)
             self._locate()
@@ -1209,10 +1211,10 @@ class _TenantCache:
         return self.index
 
 
-def _sqlite_immediate(engine: Engine, *, in_memory: bool) -> None:
+def _sqlite_immediate(engine: Engine, *, in_memory: bool, durable: bool) -> None:
     """Take pysqlite's own transaction handling away and begin every transaction IMMEDIATE,
     so the write lock is held from the first statement (no upgrade deadlocks, no lost
-    check-then-write races between processes)."""
+    check-then-write races between processes); ``durable``: sync the WAL on each commit."""
 
     @sa.event.listens_for(engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:
@@ -1221,7 +1223,7 @@ def _sqlite_immediate(engine: Engine, *, in_memory: bool) -> None:
         try:  # settings of this connection only: neither writes to the file
             cursor.execute("PRAGMA foreign_keys=ON")
             if not in_memory:  # journal_mode=WAL, which does, is set by _create_schema
-                cursor.execute("PRAGMA synchronous=NORMAL")
+                cursor.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
         finally:
             cursor.close()
 
