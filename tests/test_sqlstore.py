@@ -667,3 +667,45 @@ def test_durable_sqlite_syncs_each_commit(tmp_path: Path, durable: bool, level: 
             assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == level
     finally:
         store.close()
+
+
+def test_a_served_sqlite_fake_reads_while_another_process_holds_the_write_lock(
+    tmp_path: Path,
+) -> None:
+    """On a SQLite file readers never wait for writers, so a served fake answers GETs on
+    its event loop while a write waits for a lock another process holds (the write waits
+    on a thread of the store's, and goes through once the lock is free)."""
+    db = tmp_path / "served.db"
+    store = SqlStore(f"sqlite:///{db}", busy_timeout=120)
+    pool = ThreadPoolExecutor(1)
+    holder = None
+    try:
+        assert not store.reads_wait
+        with FakeContextQ(store=store) as fake:
+            key = fake.mint_key(fake.create_tenant(), wire.SCOPES)
+            with fake.client(key) as c:
+                mine = ok(c.post("/api/contexts", json={**context_body(), "externalId": "k"}), 201)
+            token = new_control_token()
+            with (
+                fake.serve(control_token=token) as served,
+                httpx2.Client(base_url=served.url, timeout=60) as http,
+                httpx2.Client(base_url=served.url, timeout=150) as writer,
+            ):
+                http.headers["Authorization"] = writer.headers["Authorization"] = (
+                    wire.authorization(key)
+                )
+                holder = sqlite3.connect(db, isolation_level=None)
+                holder.execute("BEGIN IMMEDIATE")
+                stalled = pool.submit(writer.post, "/api/contexts", json=context_body())
+                for _ in range(20):
+                    assert ok(http.get(f"/api/contexts/{mine['id']}")) == mine
+                    assert ok(http.get("/api/contexts/by-external/k")) == mine
+                assert http.get("/_fake/health").json() == {"ok": True}
+                assert not stalled.done()
+                holder.execute("ROLLBACK")
+                ok(stalled.result(timeout=150), 201)
+    finally:
+        if holder is not None:
+            holder.close()
+        pool.shutdown()
+        store.close()

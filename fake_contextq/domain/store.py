@@ -30,6 +30,10 @@ class Store(Protocol):
     """The storage the model needs; every call happens inside ``transaction()`` or, for a
     lone read that needs no lock, ``read()``."""
 
+    #: Whether a lone ``read()`` can wait (for a lock, a connection or a server): if not,
+    #: a served fake runs lone reads on its event loop instead of a thread.
+    reads_wait: bool
+
     def transaction(self) -> AbstractContextManager[object]: ...
     def read(self) -> AbstractContextManager[object]: ...
     def next_id(self, kind: str) -> int: ...

@@ -115,6 +115,8 @@ class Binding:
     control_token: str | None = None
     #: where the model runs, off the event loop (None: on it, for the in-memory store)
     executor: Executor | None = None
+    #: lone reads run on the event loop all the same: the store's reads never wait
+    reads_in_place: bool = False
 
     def reset(self) -> None:
         """Forget every tenant, key, row, journal entry and fault."""

@@ -127,7 +127,10 @@ def create_app(
     fresh fake costs microseconds, not a FastAPI build.
     """
     api = _routes(control=control_token is not None)
-    bound = Binding(backend, journal, faults, control_token, store_executor(backend.store))
+    store = backend.store
+    bound = Binding(
+        backend, journal, faults, control_token, store_executor(store), not store.reads_wait
+    )
     return Observed(api, bound)
 
 
@@ -143,9 +146,10 @@ async def run_model(
     ``show`` the result, once the transaction has ended.
 
     On the store's threads when it has them (a database store) and the loop serves
-    anything else; in place for the in-memory store, and for a request alone on its loop
-    (the sync in-process client's own loop), which nothing else waits on: the thread hop
-    would be pure cost."""
+    anything else; in place for the in-memory store, for a lone read on a store whose
+    reads never wait (a SQLite file), and for a request alone on its loop (the sync
+    in-process client's own loop), which nothing else waits on: the thread hop would be
+    pure cost."""
     bound = binding(request)
     backend, executor = bound.backend, bound.executor
     authorization = request.headers.get("authorization")
@@ -168,7 +172,7 @@ async def run_model(
             raise backend.busy_answer(authorization, exc) from exc
         return show(result)
 
-    if executor is None or len(asyncio.all_tasks()) == 1:
+    if executor is None or (lone_read and bound.reads_in_place) or len(asyncio.all_tasks()) == 1:
         return run()
     return await asyncio.get_running_loop().run_in_executor(executor, run)
 

@@ -69,6 +69,8 @@ class _TenantRows:
 class MemoryStore:
     """Dicts behind one re-entrant lock; the fastest store, for unit tests."""
 
+    reads_wait = False  # the lock is held for microseconds, never across I/O
+
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self.reset()

@@ -288,6 +288,10 @@ class SqlStore:
                 kwargs["poolclass"] = StaticPool
                 self._memory_lock = threading.RLock()
             kwargs["connect_args"] = connect_args
+        # A lone read waits on Postgres (a round trip to a server that may stall) and on an
+        # in-memory SQLite database (its lock); on a SQLite file in WAL mode readers never
+        # wait for writers, so a served fake runs them on its event loop.
+        self.reads_wait = backend != "sqlite" or self._memory_lock is not None
         try:
             self.engine: Engine = sa.create_engine(self.url, **kwargs)
         except ModuleNotFoundError as exc:
