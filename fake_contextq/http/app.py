@@ -186,6 +186,8 @@ def _routes(*, control: bool) -> FastAPI:
         docs_url=None,
         redirect_slashes=False,  # Fastify does not redirect '/x/' to '/x': it is a 404
         redoc_url=None,
+        # a fake emits no telemetry into the OpenTelemetry set-up of the process it runs in
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
 
     @api.exception_handler(ApiError)
