@@ -22,7 +22,7 @@ from fake_anthropic._records import RecordedRequest, ToolResult
 from fake_anthropic._turns import ScriptItem
 
 if TYPE_CHECKING:
-    from fake_server import ServedApp
+    from fake_anthropic._proxy_server import ServedProxy
 
 
 class Recorder:
@@ -32,7 +32,8 @@ class Recorder:
         self._lock = threading.Lock()
         self._ledger = Ledger()
         self.proxy = RecordingProxy(upstream, out, on_exchange=self._seen)
-        self._served: ServedApp | None = None
+        self._served: ServedProxy | None = None
+        self._url = ""
 
     def _seen(self, exchange: Exchange) -> None:
         with self._lock:
@@ -48,11 +49,20 @@ class Recorder:
     def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Serve the proxy; returns its URL."""
         if self._served is None:
-            from fake_server import ServedApp
+            from fake_anthropic._proxy_server import ServedProxy
+            from fake_server import bind_socket, url_for
 
-            self._served = ServedApp(self.proxy, host, port, name="fake-anthropic-record")
-            self._served.start()
-        return self._served.url
+            sock = bind_socket(host, port)
+            bound = sock.getsockname()[1]
+            served = ServedProxy(self.proxy, sock, name=f"fake-anthropic-record:{bound}")
+            try:
+                served.start()
+            except BaseException:
+                served.stop()
+                raise
+            self._served = served
+            self._url = url_for(host, bound)
+        return self._url
 
     @property
     def url(self) -> str:

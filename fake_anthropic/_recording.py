@@ -12,10 +12,12 @@ The file is one JSON object::
 A response ``body`` is the JSON the API answered (a message, a ``count_tokens`` result,
 an error) or, for a stream, the message its events delivered (``stream`` true); a stream
 that ended with an ``error`` event keeps that event as ``body``. No credential is ever in
-it (``_redact``). ``RecordingFile`` rewrites the whole file after each exchange, on a
-writer thread, to a temporary file renamed over it, so the file on disk is always complete
-and valid: a run killed at any moment leaves the exchanges written before it. The file is
-not fsynced.
+it (``_redact``). ``RecordingFile`` keeps the file on disk complete and valid after each
+exchange, on a writer thread: it appends the exchange in place with one ``write`` that
+stays within one page (the kernel checks for a fatal signal only between pages, so a
+process killed at any moment leaves that write whole or not at all), and otherwise
+rewrites the whole file to a temporary file renamed over it. A run killed at any moment
+leaves the exchanges written before it. The file is not fsynced.
 """
 
 from __future__ import annotations
@@ -120,8 +122,13 @@ def _exchange_text(exchange: Exchange, *, pretty: bool = True) -> str:
     )
 
 
+_CLOSE: Final = "\n ]\n}\n"
+_CLOSE_BYTES: Final = _CLOSE.encode()
+PAGE: Final = 4096
+
+
 def _document(parts: Sequence[str]) -> str:
-    return _head() + ",".join(parts) + ("\n ]\n}\n" if parts else "]\n}\n")
+    return _head() + ",".join(parts) + (_CLOSE if parts else "]\n}\n")
 
 
 def dump(exchanges: Sequence[Exchange]) -> str:
@@ -164,25 +171,37 @@ def parse(document: object, where: str) -> list[Exchange]:
 class RecordingFile:
     """A recording on disk, kept complete and valid at every moment.
 
-    ``append`` returns at once; a writer thread then rewrites the whole file (each
-    exchange's text made once) to a temporary file renamed over it, so a reader, or a run
-    killed at any point, sees the file either before or after an exchange, never half of
-    one. Appends that come while a write runs are written together by the next one (a
-    rename costs about a millisecond on ext4, which the client should not wait for).
+    A reader, or a run killed at any point, sees the file either before or after an
+    exchange, never half of one. An exchange goes in one ``os.pwrite`` over the closing
+    brackets (the exchange and the brackets again) when that write stays within one page
+    of the file: a few microseconds, whole or absent after any kill, done by ``append``
+    itself when the writer thread is idle (waking a thread costs more). Otherwise (the
+    first exchange, a write that would cross a page) ``append`` returns at once and a
+    writer thread rewrites the whole file to a temporary file renamed over it (a rename
+    costs about a millisecond on ext4, which the client should not wait for), with
+    whitespace before the closing brackets up to the next page boundary, so the appends
+    after it fit in place. Appends that come while it writes are written together next.
     ``flush()`` waits until the file holds every exchange appended; ``close()`` flushes,
-    stops the thread and rewrites the file indented. While the recording runs each exchange
-    is one line (made by ``json``'s C encoder, so appending costs the proxy's event loop
-    tens of microseconds, not the milliseconds of the indenting encoder).
+    stops the thread and rewrites the file indented, without the padding. While the
+    recording runs each exchange is one line (made by ``json``'s C encoder, so appending
+    costs the proxy's event loop tens of microseconds, not the milliseconds of the
+    indenting encoder).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._changed = threading.Condition()
+        lock = threading.Lock()
+        self._work = threading.Condition(lock)  # the writer thread waits on it
+        self._changed = threading.Condition(lock)  # flush() waits on it
         self._exchanges: list[Exchange] = []
         self._parts: list[str] = []
         self._written = 0
+        self._busy = False  # the writer thread is writing
         self._closed = False
         self.error: OSError | None = None
+        self._fd: int | None = None  # the file at ``path`` as last written, for appends
+        self._tail = 0  # where its closing brackets start
+        self.rewrites = 0  # whole-file rewrites so far (a test reads it)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._write([])
         self._thread = threading.Thread(
@@ -196,14 +215,26 @@ class RecordingFile:
             return list(self._exchanges)
 
     def append(self, exchange: Exchange) -> None:
-        """Add an exchange; the file holds it once the writer thread has run."""
+        """Add an exchange. If it fits in place and the writer thread is idle it is written
+        here and now (one ``pwrite`` of a few microseconds, cheaper than waking a thread);
+        otherwise the file holds it once the writer thread has run."""
         text = _exchange_text(exchange, pretty=False)
         with self._changed:
             if self._closed:
                 raise ValueError(f"the recording {self.path} is closed")
             self._exchanges.append(exchange)
             self._parts.append(text)
-            self._changed.notify_all()
+            if not self._busy and self.error is None and self._written == len(self._parts) - 1:
+                try:
+                    written = self._append_in_place([text], self._written)
+                except OSError as exc:
+                    self.error = exc
+                    written = False
+                if written or self.error is not None:
+                    self._written += 1 if written else 0
+                    self._changed.notify_all()
+                    return
+            self._work.notify_all()
 
     def flush(self, timeout: float = 10.0) -> None:
         """Wait until the file on disk holds every exchange appended so far."""
@@ -222,30 +253,77 @@ class RecordingFile:
             with self._changed:
                 already = self._closed
                 self._closed = True
-                self._changed.notify_all()
+                self._work.notify_all()
             self._thread.join(timeout)
         if not already and self.error is None and not self._thread.is_alive():
-            self._write([_exchange_text(e) for e in self.exchanges])
+            try:
+                self._write([_exchange_text(e) for e in self.exchanges])
+            finally:
+                self._close_fd()
 
     def _run(self) -> None:
         while True:
-            with self._changed:
-                self._changed.wait_for(lambda: self._closed or self._written < len(self._parts))
-                if self._written == len(self._parts):
+            with self._work:
+                self._work.wait_for(
+                    lambda: (
+                        self._closed or self.error is not None or self._written < len(self._parts)
+                    )
+                )
+                if self._written == len(self._parts) or self.error is not None:
                     return
                 parts = list(self._parts)
+                written = self._written
+                self._busy = True
             try:
-                self._write(parts)
+                if not self._append_in_place(parts[written:], written):
+                    self._write(parts, pad=True)
             except OSError as exc:
                 with self._changed:
                     self.error = exc
+                    self._busy = False
                     self._changed.notify_all()
                 return
             with self._changed:
                 self._written = len(parts)
+                self._busy = False
                 self._changed.notify_all()
 
-    def _write(self, parts: list[str]) -> None:
+    def _append_in_place(self, new: list[str], written: int) -> bool:
+        """Append ``new`` after the ``written`` exchanges in one write within one page;
+        False (nothing written) if that cannot be done."""
+        if self._fd is None or written == 0 or not hasattr(os, "pwrite"):
+            return False
+        data = ("," + ",".join(new)).encode("utf-8") + _CLOSE_BYTES
+        if self._tail % PAGE + len(data) > PAGE:
+            return False
+        if os.pwrite(self._fd, data, self._tail) != len(data):
+            raise OSError(f"a short write to {self.path}")
+        self._tail += len(data) - len(_CLOSE_BYTES)
+        return True
+
+    def _write(self, parts: list[str], *, pad: bool = False) -> None:
+        """Rewrite the whole file (to a temporary file renamed over it); with ``pad``,
+        whitespace up to a page boundary before the closing brackets."""
+        body = (_head() + ",".join(parts)).encode("utf-8")
+        close = (_CLOSE if parts else "]\n}\n").encode()
+        if pad and parts:
+            room = -(len(body) + 1) % PAGE
+            body += b"\n" + b" " * room
         temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        temporary.write_text(_document(parts), "utf-8")
-        os.replace(temporary, self.path)
+        fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o666)
+        try:
+            data = body + close
+            if os.write(fd, data) != len(data):
+                raise OSError(f"a short write to {temporary}")
+            os.replace(temporary, self.path)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._close_fd()
+        self._fd, self._tail = fd, len(body)
+        self.rewrites += 1
+
+    def _close_fd(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)

@@ -11,6 +11,7 @@ carried in its headers (a key pasted into a prompt stays out too).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from typing import Final
@@ -32,6 +33,7 @@ MIN_SECRET_CHARS: Final = 8
 ordinary words); such a value is no real key anyway."""
 
 
+@functools.lru_cache(maxsize=4096)  # the same few dozen field names, request after request
 def is_credential_field(name: str) -> bool:
     """Whether a body field of this name carries a credential (``max_tokens`` does not)."""
     return bool(_CREDENTIAL_FIELD.search(name))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import json
 import socket
 import sys
@@ -87,7 +88,8 @@ def _load(path: str, match: str) -> ScriptedModel:
 
 
 def _record(args: argparse.Namespace) -> int:
-    from fake_server import run_foreground, url_for
+    from fake_anthropic._proxy_server import run_foreground
+    from fake_server import url_for
     from fake_server.served import stop_on_sigterm
 
     try:
@@ -100,6 +102,7 @@ def _record(args: argparse.Namespace) -> int:
         return 1
     url = url_for(args.host, sock.getsockname()[1])
     stop_on_sigterm()
+    gc.freeze()  # what start-up imported is never garbage: collections need not scan it
     try:
         print(
             f"recording proxy to {proxy.upstream} listening on {url}, writing {args.out} "
