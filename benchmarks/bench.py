@@ -1301,6 +1301,10 @@ def _moto_s3(stack: contextlib.ExitStack) -> tuple[httpx2.Client, str] | None:
         moto_server = importlib.import_module("moto.server")
     except ImportError:
         return None
+    import logging
+
+    # werkzeug logs every request moto serves: a cost the served fakes do not pay
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     stack.callback(server.stop)
