@@ -901,3 +901,121 @@ def test_rename_refusals_name_the_paths(
     assert fails(pinned, "rename", old_path="/memories/d", new_path="/memories/d/e") == (
         "Cannot move the directory /memories/d into itself (/memories/d/e)."
     )
+
+
+# ----- rows other writers wrote -----
+
+
+def write_row(http: httpx2.Client, external_id: str, content: str, **extra: Any) -> None:
+    body: dict[str, Any] = {"type": "reference", "title": "t", "content": content}
+    body |= {"workspace": "acme", "tags": ["mem-tool"], "externalId": external_id, **extra}
+    assert http.post("/api/contexts", json=body).status_code == 201
+
+
+def test_a_directory_of_untagged_rows_is_renamed(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool, http: httpx2.Client
+) -> None:
+    write_row(http, "mem-tool:acme/d/u.md", "u")
+    assert run(pinned, "rename", old_path="/memories/d", new_path="/memories/e") == (
+        "Successfully renamed /memories/d to /memories/e"
+    )
+    assert [c.external_id for c in fake.contexts(tenant)] == ["mem-tool:acme/e/u.md"]
+    assert run(pinned, "view", path="/memories/e/u.md") == (
+        "Here's the content of /memories/e/u.md with line numbers:\n     1\tu"
+    )
+
+
+@pytest.mark.parametrize("size", ["3", 3.0, None, [3]])
+def test_a_size_that_is_not_an_integer_is_measured_from_the_content(
+    pinned: ContextQMemoryTool, http: httpx2.Client, size: object
+) -> None:
+    write_row(http, "mem-tool:acme/u.md", "héllo", metadata={"bytes": size})
+    assert run(pinned, "view", path="/memories").endswith("6B\t/memories\n6B\t/memories/u.md")
+
+
+def test_a_row_with_an_empty_path_is_not_listed(
+    pinned: ContextQMemoryTool, http: httpx2.Client
+) -> None:
+    write_row(http, "mem-tool:acme/", "x")
+    run(pinned, "create", path="/memories/f.md", file_text="ab")
+    assert run(pinned, "view", path="/memories") == (
+        "Here're the files and directories up to 2 levels deep in /memories, excluding "
+        "hidden items:\n2B\t/memories\n2B\t/memories/f.md"
+    )
+
+
+# ----- construction -----
+
+
+def test_a_workspace_slug_of_64_characters_is_used(
+    fake: FakeContextQ, tenant: Tenant, key: str, acme: str
+) -> None:
+    slug = "w" * 64
+    fake.create_workspace(tenant, slug)
+    tool = ContextQMemoryTool(key, http_client=fake.client(), workspace=slug)
+    run(tool, "create", path="/memories/f.md", file_text="a")
+    assert [c.external_id for c in fake.contexts(tenant)] == [f"mem-tool:{slug}/f.md"]
+    with pytest.raises(ValueError, match="not a valid ContextQ workspace slug"):
+        ContextQMemoryTool(key, http_client=fake.client(), workspace="w" * 65)
+
+
+@pytest.mark.parametrize("tag", ["", "a:b", "a/b"])
+def test_a_tag_with_a_separator_or_none_is_refused(fake: FakeContextQ, key: str, tag: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        ContextQMemoryTool(key, http_client=fake.client(), tag=tag)
+    assert str(caught.value) == f"tag must be a non-empty name without ':' or '/', got {tag!r}"
+
+
+def test_a_tag_must_leave_room_for_its_directory_tags(
+    fake: FakeContextQ, tenant: Tenant, key: str, acme: str
+) -> None:
+    longest = "t" * 75  # 100 characters with ':dir:' and a 20-character digest
+    tool = ContextQMemoryTool(key, http_client=fake.client(), workspace=acme, tag=longest)
+    run(tool, "create", path="/memories/d/f.md", file_text="a")
+    assert [c.external_id for c in fake.contexts(tenant)] == [f"{longest}:acme/d/f.md"]
+    with pytest.raises(ValueError) as caught:
+        ContextQMemoryTool(key, http_client=fake.client(), tag="t" * 76)
+    assert str(caught.value) == (
+        "tag must be at most 75 characters, so that its directory tags fit ContextQ's 100; got 76"
+    )
+
+
+# ----- inserts keep trailing whitespace -----
+
+
+def test_an_insert_keeps_trailing_spaces(fake: FakeContextQ, pinned: ContextQMemoryTool) -> None:
+    run(pinned, "create", path="/memories/f.md", file_text="a\n")
+    run(pinned, "insert", path="/memories/f.md", insert_line=1, insert_text="x \t")
+    assert [c.content for c in fake.contexts(fake.tenants()[0])] == ["a\nx \t\n"]
+
+
+# ----- a rename failing after an original vanished -----
+
+
+def test_a_rename_failing_after_an_original_vanished_counts_what_moved(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool
+) -> None:
+    for name in ("x", "y", "z"):
+        run(pinned, "create", path=f"/memories/d/{name}.md", file_text=name)
+    x, _, z = (c.id for c in fake.contexts(tenant))
+    fake.faults.inject("DELETE", f"/api/contexts/{x}", status=404, times=1)
+    fake.faults.inject("DELETE", f"/api/contexts/{z}", status=403, times=None)
+    assert fails(pinned, "rename", old_path="/memories/d", new_path="/memories/e").endswith(
+        "were removed again, so /memories/d keeps them (1 file(s) had already moved to "
+        "/memories/e)."
+    )
+
+
+# ----- a header longer than the view budget -----
+
+
+def test_a_header_longer_than_the_budget_shows_no_line(
+    fake: FakeContextQ, key: str, acme: str
+) -> None:
+    path = "/memories/" + "a" * 100 + "/" + "b" * 100
+    tool = ContextQMemoryTool(key, http_client=fake.client(), workspace=acme, max_view_chars=200)
+    run(tool, "create", path=path, file_text="x" * 300)
+    assert run(tool, "view", path=path) == (
+        f"Here's the content of {path} with line numbers:\n\n[Line 1 alone is longer than 200 "
+        "characters and is shown only in part; the file holds it whole.]"
+    )
