@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from fake_contextq.stores._rows import Row
+from fake_contextq.stores._rows import Row, processed
 
 _REQUIRED: Final = object()  # a parameter the caller must give (no value of its own)
 
@@ -69,13 +69,4 @@ class LiteStatement:
 
     def rows(self, raw: list[tuple[Any, ...]]) -> list[Row]:
         """Result rows with SQLAlchemy's result processing applied."""
-        names, loads = self.names, self.loads
-        return [
-            Row(
-                {
-                    name: value if load is None or value is None else load(value)
-                    for name, load, value in zip(names, loads, values, strict=True)
-                }
-            )
-            for values in raw
-        ]
+        return processed(self.names, self.loads, raw)

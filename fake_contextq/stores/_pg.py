@@ -25,7 +25,7 @@ from psycopg.adapt import Transformer
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from fake_contextq.stores._rows import Row
+from fake_contextq.stores._rows import Row, processed
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
 
@@ -124,16 +124,7 @@ class PgStatement:
 
     def rows(self, raw: list[tuple[Any, ...]]) -> list[Row]:
         """Result rows with SQLAlchemy's result processing applied."""
-        names, loads = self.names, self.loads
-        return [
-            Row(
-                {
-                    name: value if load is None or value is None else load(value)
-                    for name, load, value in zip(names, loads, values, strict=True)
-                }
-            )
-            for values in raw
-        ]
+        return processed(self.names, self.loads, raw)
 
 
 class PgBatch:

@@ -52,6 +52,24 @@ class Row:
         self._mapping = mapping
 
 
+def processed(
+    names: tuple[str, ...],
+    loads: tuple[Callable[[Any], Any] | None, ...],
+    raw: list[tuple[Any, ...]],
+) -> list[Row]:
+    """Driver rows as ``Row``s, each column through its result processor (``loads``), as
+    SQLAlchemy would have processed them; both statement paths read rows this way."""
+    return [
+        Row(
+            {
+                name: value if load is None or value is None else load(value)
+                for name, load, value in zip(names, loads, values, strict=True)
+            }
+        )
+        for values in raw
+    ]
+
+
 class RowMap(Generic[R]):
     """The columns of one record type, read and written in the record's field order."""
 
