@@ -272,12 +272,12 @@ class MemoryCore:
     def __init__(
         self,
         *,
-        tag: str = "mem-tool",
-        context_type: str = "reference",
-        workspace: str | None = None,
-        auto_create_workspaces: bool = False,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        max_view_chars: int | None = DEFAULT_MAX_VIEW_CHARS,
+        tag: str,
+        context_type: str,
+        workspace: str | None,
+        auto_create_workspaces: bool,
+        max_file_bytes: int,
+        max_view_chars: int | None,
     ) -> None:
         if context_type not in CONTEXT_TYPES:
             raise ValueError(
@@ -343,22 +343,18 @@ class MemoryCore:
         return slug in names
 
     def _no_such_workspace(self, loc: Location, *, reading: bool) -> Plan[NoReturn]:
-        names = yield from self._workspaces()
-        listed = ", ".join(names) if names else "none yet"
-        ws = loc.workspace or ""
+        """The refusal for a workspace that does not exist (its name is a valid slug)."""
+        ws = loc.workspace
+        assert ws is not None
         if self.pinned is not None:
             raise ToolError(
                 f"The memory workspace '{ws}' does not exist in ContextQ. Create it (admin "
                 "scope), or pass auto_create_workspaces=True."
             )
-        valid = len(ws) <= MAX_WORKSPACE_SLUG_CHARS and WORKSPACE_SLUG_RE.fullmatch(ws)
-        if not valid or (not reading and not loc.rest):
-            example = f"{ROOT}/{names[0] if names else '<workspace>'}/notes.md"
-            raise ToolError(
-                f"The path {loc.path} is not inside a workspace: here the first name under "
-                f"{ROOT} is a ContextQ workspace (existing: {listed}). Use a path like "
-                f"{example}."
-            )
+        if not reading and not loc.rest:
+            yield from self._not_in_workspace(loc)
+        names = yield from self._workspaces()
+        listed = ", ".join(names) if names else "none yet"
         if reading:
             raise ToolError(
                 f"The path {loc.path} does not exist: ContextQ has no workspace '{ws}' "
@@ -381,7 +377,16 @@ class MemoryCore:
         self.known_workspaces.add(ws)
         return None
 
-    def _check_workspace_name(self, loc: Location, *, reading: bool) -> Plan[None]:
+    def _not_in_workspace(self, loc: Location) -> Plan[NoReturn]:
+        names = yield from self._workspaces()
+        listed = ", ".join(names) if names else "none yet"
+        example = f"{ROOT}/{names[0] if names else '<workspace>'}/notes.md"
+        raise ToolError(
+            f"The path {loc.path} is not inside a workspace: here the first name under "
+            f"{ROOT} is a ContextQ workspace (existing: {listed}). Use a path like {example}."
+        )
+
+    def _check_workspace_name(self, loc: Location) -> Plan[None]:
         """Default mode: the first name must be a workspace slug."""
         ws = loc.workspace
         if (
@@ -389,7 +394,7 @@ class MemoryCore:
             and ws is not None
             and not (len(ws) <= MAX_WORKSPACE_SLUG_CHARS and WORKSPACE_SLUG_RE.fullmatch(ws))
         ):
-            yield from self._no_such_workspace(loc, reading=reading)
+            yield from self._not_in_workspace(loc)
         return None
 
     def dir_tag(self, workspace: str, directory: str) -> str:
@@ -405,23 +410,22 @@ class MemoryCore:
             self.dir_tag(workspace, "/".join(names[:i])) for i in range(1, len(names) + 1)
         ]
 
-    def _subtree(self, workspace: str, directory: str, *, foreign: bool = False) -> Plan[list[Row]]:
+    def _subtree(self, workspace: str, directory: str) -> Plan[list[Row]]:
         """The files under a directory of a workspace ('' for all of it), all pages.
 
-        With ``foreign``, a directory that shows no files is looked for once more in the
-        whole workspace listing, for rows other tools wrote without directory tags."""
+        A directory that shows no files is looked for once more in the whole workspace
+        listing, for rows other tools wrote without directory tags."""
         if not directory:
             return (yield from self._rows(workspace))
         found = yield from self._rows(workspace, self.dir_tag(workspace, directory))
-        if not found and foreign:
+        if not found:
             found = yield from self._rows(workspace)
-        return self._under(found, directory)
+        prefix = directory + "/"
+        return [r for r in found if r.rest.startswith(prefix)]
 
     def _is_dir(self, workspace: str, rest: str) -> Plan[bool]:
         """Whether anything stands at ``rest``: a directory, or (through its own tag) a file.
         One row of its tag, the same read whatever the directory holds."""
-        if not rest:
-            return True
         _, total = yield from _do(
             _api.list_context_keys(
                 workspace=workspace, tag=self.dir_tag(workspace, rest), limit=1, offset=None
@@ -483,13 +487,6 @@ class MemoryCore:
         except errors.NotFoundError:
             return None
 
-    @staticmethod
-    def _under(rows: list[Row], rest: str) -> list[Row]:
-        if not rest:
-            return list(rows)
-        prefix = rest + "/"
-        return [r for r in rows if r.rest.startswith(prefix)]
-
     def _check_size(self, text: str, path: str) -> None:
         size = byte_size(text)
         if size > self.max_file_bytes:
@@ -504,13 +501,13 @@ class MemoryCore:
         loc = self.locate(path)
         if loc.is_store_root:
             return (yield from self._view_store_root(path))
-        yield from self._check_workspace_name(loc, reading=True)
+        yield from self._check_workspace_name(loc)
         if not loc.is_workspace_root:
             context = yield from self._fetch(loc)
             if context is not None:
                 return self._format_file(path, context.content, view_range)
         assert loc.workspace is not None
-        rows = yield from self._subtree(loc.workspace, loc.rest, foreign=True)
+        rows = yield from self._subtree(loc.workspace, loc.rest)
         if loc.is_workspace_root:
             if not rows and not (yield from self._workspace_exists(loc.workspace)):
                 if self.pinned is not None and self.auto_create_workspaces:
@@ -593,9 +590,10 @@ class MemoryCore:
         exists = ToolError(f"File {path} already exists")  # the SDK's words for a directory too
         if loc.is_store_root or (loc.is_workspace_root and self.pinned is not None):
             raise exists
-        yield from self._check_workspace_name(loc, reading=False)
+        ws = _workspace_of(loc)
+        yield from self._check_workspace_name(loc)
         if loc.is_workspace_root:
-            if (yield from self._workspace_exists(loc.workspace or "")):
+            if (yield from self._workspace_exists(ws)):
                 raise exists
             yield from self._no_such_workspace(loc, reading=False)
         self._check_size(file_text, path)
@@ -604,7 +602,6 @@ class MemoryCore:
             created = yield from self._create_row(loc, file_text)
         except errors.ExternalIdTakenError:
             raise exists from None
-        ws = loc.workspace or ""
         try:
             conflict = yield from self._conflict(ws, loc.rest, mine=1)
         except errors.ContextQError as exc:  # unchecked: take the row back rather than keep it
@@ -663,13 +660,14 @@ class MemoryCore:
         return (yield from self._fetch(Location("", workspace, rest))) is not None
 
     def _create_row(self, loc: Location, text: str) -> Plan[Context]:
+        ws = _workspace_of(loc)
         created = yield from _do(
             _api.create_context(
                 self.context_type,
                 loc.rest,
                 text,
                 external_id=self.external_id(loc),
-                tags=self._tags(loc.workspace or "", loc.rest),
+                tags=self._tags(ws, loc.rest),
                 workspace=loc.workspace,
                 metadata={SIZE_KEY: byte_size(text)},
             )
@@ -677,12 +675,12 @@ class MemoryCore:
         if created.workspace != loc.workspace:
             # ContextQ silently stores an unknown workspace as none: ours was deleted since
             # the tool last looked. Take the row back and say so.
-            self.known_workspaces.discard(loc.workspace or "")
+            self.known_workspaces.discard(ws)
             with contextlib.suppress(errors.ContextQError):
                 yield from _do(_api.delete_context(created.id))
             raise ToolError(
                 f"The workspace '{loc.workspace}' no longer exists in ContextQ, so "
-                f"{self.display(loc.workspace or '', loc.rest)} was not written."
+                f"{self.display(ws, loc.rest)} was not written."
             )
         return created
 
@@ -694,15 +692,15 @@ class MemoryCore:
         if loc.is_store_root or loc.is_workspace_root:
             if loc.is_store_root or self.pinned is not None:
                 raise ToolError(f"The path {path} is not a file.")
-            yield from self._check_workspace_name(loc, reading=True)
-            if (yield from self._workspace_exists(loc.workspace or "")):
+            yield from self._check_workspace_name(loc)
+            if (yield from self._workspace_exists(_workspace_of(loc))):
                 raise ToolError(f"The path {path} is not a file.")
             raise not_found
-        yield from self._check_workspace_name(loc, reading=True)
+        yield from self._check_workspace_name(loc)
         context = yield from self._fetch(loc)
         if context is not None:
             return context
-        if (yield from self._is_dir(loc.workspace or "", loc.rest)):
+        if (yield from self._is_dir(_workspace_of(loc), loc.rest)):
             raise ToolError(f"The path {path} is not a file.")
         raise not_found
 
@@ -768,7 +766,7 @@ class MemoryCore:
         loc = self.locate(path)
         if loc.is_store_root or (loc.is_workspace_root and self.pinned is not None):
             raise ToolError(f"Cannot delete the {ROOT} directory itself")
-        yield from self._check_workspace_name(loc, reading=True)
+        yield from self._check_workspace_name(loc)
         missing = ToolError(f"The path {path} does not exist")
         if not loc.is_workspace_root:
             context = yield from self._fetch(loc)
@@ -778,12 +776,13 @@ class MemoryCore:
                 with contextlib.suppress(errors.NotFoundError):
                     yield from _do(_api.delete_context(context.id))
                 return f"Successfully deleted {path}"
-        under = yield from self._subtree(loc.workspace or "", loc.rest, foreign=True)
+        ws = _workspace_of(loc)
+        under = yield from self._subtree(ws, loc.rest)
         if not under:
-            if loc.is_workspace_root and (yield from self._workspace_exists(loc.workspace or "")):
+            if loc.is_workspace_root and (yield from self._workspace_exists(ws)):
                 return f"Successfully deleted {path}"
             raise missing
-        yield from self._delete_rows(path, loc.workspace or "", under)
+        yield from self._delete_rows(path, ws, under)
         return f"Successfully deleted {path}"
 
     def _delete_rows(self, path: str, workspace: str, rows: list[Row]) -> Plan[None]:
@@ -809,8 +808,8 @@ class MemoryCore:
             raise ToolError(f"Cannot rename the {ROOT} directory itself")
         if new.is_store_root or (new.is_workspace_root and self.pinned is not None):
             raise ToolError(f"The destination {new_path} already exists")
-        yield from self._check_workspace_name(old, reading=True)
-        yield from self._check_workspace_name(new, reading=False)
+        yield from self._check_workspace_name(old)
+        yield from self._check_workspace_name(new)
         if old.is_workspace_root:
             raise ToolError(
                 f"Cannot rename {old_path}: it is the ContextQ workspace "
@@ -825,7 +824,7 @@ class MemoryCore:
             source, is_dir = [Row(old.rest, original.id, None)], False
             contents[original.id] = original.content
         else:
-            source = yield from self._subtree(old.workspace, old.rest, foreign=True)
+            source = yield from self._subtree(old.workspace, old.rest)
             is_dir = True
         if new.workspace != old.workspace:
             yield from self._ensure_workspace(new)
@@ -945,7 +944,7 @@ class MemoryCore:
             "renamed or deleted "
             + "; ".join(
                 f"{self.display(old.workspace, r.rest)} while it was being copied to "
-                f"{self.display(new.workspace, self._copy_rest(new, c))}"
+                f"{self.display(new.workspace, c.title)}"
                 for r, c in vanished
             )
         ]
@@ -960,26 +959,20 @@ class MemoryCore:
                 "and these copies could not be removed, so each may duplicate a file the "
                 "other writer moved: "
                 + ", ".join(
-                    f"{self.display(new.workspace, self._copy_rest(new, c))} (context {c.id})"
-                    for _, c in left
+                    f"{self.display(new.workspace, c.title)} (context {c.id})" for _, c in left
                 )
                 + ". Delete them"
             )
         raise ToolError(", ".join(words) + also + f". View {ROOT} to see where things are now.")
-
-    @staticmethod
-    def _copy_rest(new: Location, copy: Context) -> str:
-        return copy.title if copy.title else new.rest
 
     def _pairs(self, old: Location, new: Location, left: list[tuple[Row, Context]]) -> str:
         """'old path (context a) and new path (context b)' for each duplicate left."""
         assert old.workspace is not None and new.workspace is not None
         parts = []
         for row, copy in left:
-            copy_rest = self._copy_rest(new, copy)
             parts.append(
                 f"{self.display(old.workspace, row.rest)} (context {row.id}) and "
-                f"{self.display(new.workspace, copy_rest)} (context {copy.id})"
+                f"{self.display(new.workspace, copy.title)} (context {copy.id})"
             )
         return "; ".join(parts)
 
@@ -1028,6 +1021,12 @@ class MemoryCore:
         if not lines:
             return f"No memory file matches {query!r}."
         return f"Memory files matching {query!r}, best first:\n" + "\n".join(lines)
+
+
+def _workspace_of(loc: Location) -> str:
+    """A location's workspace: every path but the store root's has one."""
+    assert loc.workspace is not None
+    return loc.workspace
 
 
 def _cause(exc: Exception) -> str:
