@@ -379,6 +379,7 @@ def _mutmut_one(module: str, tests: list[str]) -> int:
     equivalent = _equivalent_keys()
     killed = listed = 0
     survivors = []
+    seen = set()
     for name, code in sorted(data.exit_code_by_key.items()):
         status = status_by_exit_code[code]
         if status in KILLED:
@@ -386,6 +387,7 @@ def _mutmut_one(module: str, tests: list[str]) -> int:
             continue
         diff = get_diff_for_mutant(name, path=module)
         key = _mutant_key(name, diff)
+        seen.add(key)
         if status == "survived" and key in equivalent:
             listed += 1
             continue
@@ -397,6 +399,18 @@ def _mutmut_one(module: str, tests: list[str]) -> int:
     print(f"{len(survivors)} not killed; score {score:.1f}%")
     for survivor in survivors:
         print(f"\n{survivor}")
+    dotted = module.removesuffix(".py").replace("/", ".") + "."
+    lapsed = [
+        f"{key} {why}"
+        for key, why in equivalent.items()
+        if why.startswith(dotted) and key not in seen
+    ]
+    if lapsed:
+        print(
+            f"\n{len(lapsed)} listed equivalent(s) of {module} no longer match a surviving mutant"
+        )
+        print("(their code changed, or a test now kills them): remove these lines")
+        print("\n".join(f"  {line}" for line in lapsed))
     summary = {
         "module": module,
         "total": total,
