@@ -325,9 +325,8 @@ class MemoryCore:
         return paths.external_id(self.tag, loc.workspace, loc.rest)
 
     def display(self, workspace: str, rest: str) -> str:
-        if self.pinned is not None:
-            return f"{ROOT}/{rest}" if rest else ROOT
-        return f"{ROOT}/{workspace}/{rest}" if rest else f"{ROOT}/{workspace}"
+        """The path the model knows a file by (``rest`` is never empty: a file's own path)."""
+        return f"{ROOT}/{rest}" if self.pinned is not None else f"{ROOT}/{workspace}/{rest}"
 
     # ----- reads shared by the commands -----
 
@@ -473,10 +472,11 @@ class MemoryCore:
         return out
 
     def _owner(self, external_id: str | None, workspace: str | None) -> tuple[str, str] | None:
-        """The (workspace, path inside it) of one of this tool's rows, or None for a row of
-        another tool, or of another workspace than ``workspace`` (unless that is None)."""
+        """The (workspace, path inside it) of one of this tool's files, or None for a row of
+        another tool, one with no path, or of another workspace than ``workspace`` (unless
+        that is None)."""
         owner = paths.decode_external_id(self.tag, external_id)
-        if owner is None or (workspace is not None and owner[0] != workspace):
+        if owner is None or not owner[1] or (workspace is not None and owner[0] != workspace):
             return None
         return owner
 
@@ -623,7 +623,7 @@ class MemoryCore:
             pass
         except errors.ContextQError as exc:
             raise ToolError(
-                f"{str(refusal).rstrip('.')}; removing the file just written there failed "
+                f"{_cause(refusal)}; removing the file just written there failed "
                 f"({_cause(exc)}), so delete {path} (context {created.id})."
             ) from None
         raise refusal
@@ -1032,7 +1032,7 @@ def _workspace_of(loc: Location) -> str:
 def _cause(exc: Exception) -> str:
     """A failure's words, without a trailing period (the caller's sentence goes on)."""
     words = str(explain(exc) if isinstance(exc, errors.ContextQError) else exc)
-    return words.rstrip(". ")
+    return words.removesuffix(".")
 
 
 def _top_total(entries: list[tuple[int, str]]) -> int:

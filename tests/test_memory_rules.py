@@ -11,6 +11,7 @@ from anthropic.lib.tools import ToolError
 
 from adapter import ContextQMemoryTool, errors
 from adapter._memory import explain
+from adapter.wire import CONTEXT_TYPES, MAX_CONTENT_BYTES
 from fake_contextq import FakeContextQ, Tenant
 
 
@@ -1019,3 +1020,198 @@ def test_a_header_longer_than_the_budget_shows_no_line(
         f"Here's the content of {path} with line numbers:\n\n[Line 1 alone is longer than 200 "
         "characters and is shown only in part; the file holds it whole.]"
     )
+
+
+# ----- options at their bounds -----
+
+
+def test_the_smallest_file_limit_is_one_byte(fake: FakeContextQ, key: str, acme: str) -> None:
+    tool = ContextQMemoryTool(key, http_client=fake.client(), workspace=acme, max_file_bytes=1)
+    assert run(tool, "create", path="/memories/a.md", file_text="a").startswith("File created")
+    assert fails(tool, "create", path="/memories/b.md", file_text="ab") == (
+        "The content for /memories/b.md is 2 bytes; a memory file may hold at most 1 bytes. "
+        "Split it into several smaller files."
+    )
+    with pytest.raises(ValueError) as caught:
+        ContextQMemoryTool(key, http_client=fake.client(), max_file_bytes=0)
+    assert str(caught.value) == (
+        f"max_file_bytes must be between 1 and {MAX_CONTENT_BYTES} (ContextQ's own limit), got 0"
+    )
+
+
+def test_the_smallest_view_budget_is_200_characters_or_none(fake: FakeContextQ, key: str) -> None:
+    ContextQMemoryTool(key, http_client=fake.client(), max_view_chars=None)
+    ContextQMemoryTool(key, http_client=fake.client(), max_view_chars=200)
+    with pytest.raises(ValueError) as caught:
+        ContextQMemoryTool(key, http_client=fake.client(), max_view_chars=199)
+    assert str(caught.value) == "max_view_chars must be at least 200 or None, got 199"
+
+
+def test_an_unknown_context_type_is_refused_listing_the_types(fake: FakeContextQ, key: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        ContextQMemoryTool(key, http_client=fake.client(), context_type="handoff")
+    assert str(caught.value) == (
+        f"context_type must be one of {', '.join(CONTEXT_TYPES)}; got 'handoff'"
+    )
+
+
+def test_a_workspace_that_folds_to_no_slug_is_refused_saying_why(
+    fake: FakeContextQ, key: str
+) -> None:
+    with pytest.raises(ValueError) as caught:
+        ContextQMemoryTool(key, http_client=fake.client(), workspace="Not A Slug")
+    assert str(caught.value) == (
+        "workspace 'not a slug' is not a valid ContextQ workspace slug (lowercase ASCII "
+        "letters, digits and single hyphens; other characters are not folded into these)"
+    )
+
+
+# ----- workspaces in default mode -----
+
+
+def test_an_auto_created_workspace_is_not_looked_up_again(fake: FakeContextQ, key: str) -> None:
+    listings: list[str] = []
+
+    def note(request: httpx2.Request) -> None:
+        if request.method == "GET" and request.url.path == "/api/workspaces":
+            listings.append(request.url.path)
+
+    http = fake.client(event_hooks={"request": [note]})
+    tool = ContextQMemoryTool(key, http_client=http, auto_create_workspaces=True)
+    run(tool, "create", path="/memories/fresh/a.md", file_text="a")
+    run(tool, "create", path="/memories/fresh/b.md", file_text="b")
+    assert listings == ["/api/workspaces"]
+
+
+def test_auto_creation_does_not_make_a_missing_workspace_viewable(
+    fake: FakeContextQ, key: str, acme: str
+) -> None:
+    tool = ContextQMemoryTool(key, http_client=fake.client(), auto_create_workspaces=True)
+    assert fails(tool, "view", path="/memories/gamma") == (
+        "The path /memories/gamma does not exist: ContextQ has no workspace 'gamma' "
+        "(existing: acme)."
+    )
+
+
+def test_a_name_that_is_no_slug_lists_every_workspace(
+    fake: FakeContextQ, tenant: Tenant, default: ContextQMemoryTool
+) -> None:
+    fake.create_workspace(tenant, "beta")
+    assert fails(default, "create", path="/memories/Not_A_Slug/a.md", file_text="x") == (
+        "The path /memories/Not_A_Slug/a.md is not inside a workspace: here the first name "
+        "under /memories is a ContextQ workspace (existing: acme, beta). Use a path like "
+        "/memories/acme/notes.md."
+    )
+
+
+@pytest.mark.parametrize("path", ["/memories", "/memories/acme"])
+def test_creating_the_store_or_a_workspace_root_is_already_exists(
+    default: ContextQMemoryTool, path: str
+) -> None:
+    assert fails(default, "create", path=path, file_text="x") == f"File {path} already exists"
+
+
+def test_a_listing_skips_rows_of_other_tools_wherever_they_stand(
+    pinned: ContextQMemoryTool, http: httpx2.Client
+) -> None:
+    write_row(http, "notes-app:1", "other")
+    run(pinned, "create", path="/memories/f.md", file_text="ab")
+    write_row(http, "notes-app:2", "other")
+    assert run(pinned, "view", path="/memories") == (
+        "Here're the files and directories up to 2 levels deep in /memories, excluding "
+        "hidden items:\n2B\t/memories\n2B\t/memories/f.md"
+    )
+
+
+def test_recall_skips_a_row_with_an_empty_path(
+    default: ContextQMemoryTool, http: httpx2.Client
+) -> None:
+    write_row(http, "mem-tool:acme/", "kestrel")
+    run(default, "create", path="/memories/acme/f.md", file_text="kestrel")
+    assert paths_of(default.recall("kestrel")) == ["/memories/acme/f.md"]
+
+
+# ----- a refused create that cannot take its row back -----
+
+
+def test_a_refused_create_whose_row_cannot_be_removed_names_it(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool
+) -> None:
+    run(pinned, "create", path="/memories/f.md", file_text="f")
+    written = fake.contexts(tenant)[0].id + 1  # the row the refused create writes
+    fake.faults.inject("DELETE", f"/api/contexts/{written}", status=403, times=None)
+    assert fails(pinned, "create", path="/memories/f.md/x.md", file_text="x") == (
+        "Cannot create /memories/f.md/x.md: /memories/f.md is a file, not a directory; "
+        "removing the file just written there failed (ContextQ refused: this API key lacks "
+        "the 'another' scope, so this memory command is not allowed (files may still be "
+        f"viewed if it has 'read')), so delete /memories/f.md/x.md (context {written})."
+    )
+
+
+# ----- renames across and onto roots -----
+
+
+def test_a_rename_onto_the_store_root_is_already_exists(default: ContextQMemoryTool) -> None:
+    run(default, "create", path="/memories/acme/a.md", file_text="a")
+    assert fails(default, "rename", old_path="/memories/acme/a.md", new_path="/memories") == (
+        "The destination /memories already exists"
+    )
+
+
+def test_a_rename_onto_a_name_that_is_no_slug_says_it_is_no_workspace(
+    default: ContextQMemoryTool,
+) -> None:
+    run(default, "create", path="/memories/acme/a.md", file_text="a")
+    assert fails(
+        default, "rename", old_path="/memories/acme/a.md", new_path="/memories/Not_A_Slug"
+    ) == (
+        "The path /memories/Not_A_Slug is not inside a workspace: here the first name under "
+        "/memories is a ContextQ workspace (existing: acme). Use a path like "
+        "/memories/acme/notes.md."
+    )
+
+
+def test_a_file_renamed_under_itself_is_refused_as_under_a_file(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool
+) -> None:
+    run(pinned, "create", path="/memories/a.md", file_text="a")
+    assert fails(pinned, "rename", old_path="/memories/a.md", new_path="/memories/a.md/b.md") == (
+        "Cannot rename to /memories/a.md/b.md: /memories/a.md is a file, not a directory."
+    )
+    assert [c.external_id for c in fake.contexts(tenant)] == ["mem-tool:acme/a.md"]
+
+
+def test_a_rename_into_another_workspace_moves_the_file(
+    fake: FakeContextQ, tenant: Tenant, default: ContextQMemoryTool
+) -> None:
+    fake.create_workspace(tenant, "beta")
+    run(default, "create", path="/memories/acme/a.md", file_text="a")
+    run(default, "rename", old_path="/memories/acme/a.md", new_path="/memories/beta/b.md")
+    assert [(c.workspace, c.external_id) for c in fake.contexts(tenant)] == [
+        ("beta", "mem-tool:beta/b.md")
+    ]
+
+
+def test_a_rename_into_a_missing_workspace_is_refused_before_copying(
+    fake: FakeContextQ, tenant: Tenant, default: ContextQMemoryTool
+) -> None:
+    run(default, "create", path="/memories/acme/a.md", file_text="a")
+    assert fails(
+        default, "rename", old_path="/memories/acme/a.md", new_path="/memories/gamma/a.md"
+    ) == (
+        "The path /memories/gamma/a.md is in workspace 'gamma', which does not exist in "
+        "ContextQ (existing: acme). Use an existing workspace, or create this one first."
+    )
+    assert [c.external_id for c in fake.contexts(tenant)] == ["mem-tool:acme/a.md"]
+
+
+def test_a_rename_into_a_missing_workspace_creates_it_when_asked(
+    fake: FakeContextQ, tenant: Tenant, key: str, acme: str
+) -> None:
+    tool = ContextQMemoryTool(key, http_client=fake.client(), auto_create_workspaces=True)
+    run(tool, "create", path="/memories/acme/a.md", file_text="a")
+    run(tool, "rename", old_path="/memories/acme/a.md", new_path="/memories/gamma/a.md")
+    assert [w.slug for w in fake.workspaces(tenant)] == ["acme", "gamma"]
+    assert [(c.workspace, c.external_id) for c in fake.contexts(tenant)] == [
+        ("gamma", "mem-tool:gamma/a.md")
+    ]
