@@ -70,7 +70,7 @@ def _test_order(args: list[str]) -> list[str]:
     return [f"--randomly-seed={seed}"]
 
 
-def run(*cmd: str) -> int:
+def run(*cmd: str | Path) -> int:
     return subprocess.call([str(c) for c in cmd], cwd=ROOT)
 
 
@@ -309,6 +309,7 @@ def mutate(names: list[str]) -> int:
     runs each mutant against the module's tests in one worker process."""
     import json
     import shutil
+    import time
 
     modules = _mutate_modules()
     chosen = []
@@ -322,19 +323,28 @@ def mutate(names: list[str]) -> int:
     for module in chosen:
         shutil.rmtree(MUTANTS, ignore_errors=True)  # a fresh run: tests may have changed
         print(f"dev.py mutate: {module} against {' '.join(modules[module])}", flush=True)
+        started = time.monotonic()
         status = run(str(PYTHON), "dev.py", "_mutmut", module, *modules[module])
         summary = MUTANTS / "dev-summary.json"
         if status != 0 or not summary.exists():
             print(f"dev.py mutate: mutmut failed on {module} (exit {status})", file=sys.stderr)
             return status or 1
-        scores.append(json.loads(summary.read_text()))
-    print("\nmodule                               mutants  killed  equivalent  survived  score")
+        scores.append(json.loads(summary.read_text()) | {"seconds": time.monotonic() - started})
+    print(
+        "\nmodule                               mutants  killed  equivalent  survived  score"
+        "     time"
+    )
     for s in scores:
         print(
             f"{s['module']:<36} {s['total']:>7} {s['killed']:>7} {s['equivalent']:>11} "
-            f"{s['survived']:>9} {s['score']:>5.1f}%"
+            f"{s['survived']:>9} {s['score']:>5.1f}% {_minutes(s['seconds']):>8}"
         )
+    print(f"{'total':<80} {_minutes(sum(s['seconds'] for s in scores)):>8}")
     return 0
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
 
 
 def _equivalent_keys() -> dict[str, str]:
