@@ -3,10 +3,11 @@ each other interleaved in blocks, so a noisy machine weighs on all of them alike
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 NS_PER_MS = 1_000_000
@@ -39,21 +40,35 @@ class Stats:
         )
 
 
-def _time_calls(fn: Callable[[], object], n: int) -> list[int]:
-    """Time ``n`` calls of ``fn`` one by one (ns), with the garbage collector off."""
-    samples = [0] * n
-    clock = time.perf_counter_ns
+@contextlib.contextmanager
+def _gc_off() -> Iterator[None]:
+    """A collection mid-run would land on one sample: collect first, then hold it off."""
     gc.collect()
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _blocks(n: int, rounds: int) -> Iterator[int]:
+    """``n`` calls split into ``rounds`` blocks as even as they go (at most one per call)."""
+    rounds = max(1, min(rounds, n))
+    for r in range(rounds):
+        yield n // rounds + (1 if r < n % rounds else 0)
+
+
+def _time_calls(fn: Callable[[], object], n: int) -> list[int]:
+    """Time ``n`` calls of ``fn`` one by one (ns), with the garbage collector off."""
+    samples = [0] * n
+    clock = time.perf_counter_ns
+    with _gc_off():
         for i in range(n):
             started = clock()
             fn()
             samples[i] = clock() - started
-    finally:
-        if was_enabled:
-            gc.enable()
     return samples
 
 
@@ -75,9 +90,7 @@ def measure_interleaved(
         for _ in range(warmup):
             fn()
     samples: list[list[int]] = [[] for _ in fns]
-    rounds = max(1, min(rounds, n))
-    for r in range(rounds):
-        block = n // rounds + (1 if r < n % rounds else 0)
+    for block in _blocks(n, rounds):
         for fn, out in zip(fns, samples, strict=True):
             out.extend(_time_calls(fn, block))
     return [Stats.from_ns(s) for s in samples]
@@ -86,17 +99,11 @@ def measure_interleaved(
 async def _atime_calls(fn: Callable[[], Awaitable[object]], n: int) -> list[int]:
     samples = [0] * n
     clock = time.perf_counter_ns
-    gc.collect()
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _gc_off():
         for i in range(n):
             started = clock()
             await fn()
             samples[i] = clock() - started
-    finally:
-        if was_enabled:
-            gc.enable()
     return samples
 
 
@@ -108,9 +115,7 @@ async def ameasure_interleaved(
         for _ in range(warmup):
             await fn()
     samples: list[list[int]] = [[] for _ in fns]
-    rounds = max(1, min(rounds, n))
-    for r in range(rounds):
-        block = n // rounds + (1 if r < n % rounds else 0)
+    for block in _blocks(n, rounds):
         for fn, out in zip(fns, samples, strict=True):
             out.extend(await _atime_calls(fn, block))
     return [Stats.from_ns(s) for s in samples]
