@@ -321,8 +321,7 @@ class MemoryCore:
         return paths.locate(path, self.pinned)
 
     def external_id(self, loc: Location) -> str:
-        assert loc.workspace is not None
-        return paths.external_id(self.tag, loc.workspace, loc.rest)
+        return paths.external_id(self.tag, _workspace_of(loc), loc.rest)
 
     def display(self, workspace: str, rest: str) -> str:
         """The path the model knows a file by (``rest`` is never empty: a file's own path)."""
@@ -343,8 +342,7 @@ class MemoryCore:
 
     def _no_such_workspace(self, loc: Location, *, reading: bool) -> Plan[NoReturn]:
         """The refusal for a workspace that does not exist (its name is a valid slug)."""
-        ws = loc.workspace
-        assert ws is not None
+        ws = _workspace_of(loc)
         if self.pinned is not None:
             raise ToolError(
                 f"The memory workspace '{ws}' does not exist in ContextQ. Create it (admin "
@@ -365,8 +363,7 @@ class MemoryCore:
         )
 
     def _ensure_workspace(self, loc: Location) -> Plan[None]:
-        ws = loc.workspace
-        assert ws is not None
+        ws = _workspace_of(loc)
         if (yield from self._workspace_exists(ws)):
             return None
         if not self.auto_create_workspaces:
@@ -506,18 +503,17 @@ class MemoryCore:
             context = yield from self._fetch(loc)
             if context is not None:
                 return self._format_file(path, context.content, view_range)
-        assert loc.workspace is not None
-        rows = yield from self._subtree(loc.workspace, loc.rest)
+        ws = _workspace_of(loc)
+        rows = yield from self._subtree(ws, loc.rest)
         if loc.is_workspace_root:
-            if not rows and not (yield from self._workspace_exists(loc.workspace)):
+            if not rows and not (yield from self._workspace_exists(ws)):
                 if self.pinned is not None and self.auto_create_workspaces:
                     return self._format_dir(path, [])
                 yield from self._no_such_workspace(loc, reading=True)
             return self._format_dir(path, rows)
-        under = rows
-        if not under:
+        if not rows:
             raise ToolError(f"The path {path} does not exist. Please provide a valid path.")
-        return self._format_dir(path, under, cut=len(loc.rest) + 1)
+        return self._format_dir(path, rows, cut=len(loc.rest) + 1)
 
     def _view_store_root(self, path: str) -> Plan[str]:
         names = yield from self._workspaces()
