@@ -99,7 +99,7 @@ def model_for(request: pytest.FixtureRequest) -> ScriptedModel | None:
         return None
     with needs_extra("scripted_model"):
         from fake_anthropic import ScriptedModel
-        from fake_anthropic._proxy import DEFAULT_UPSTREAM
+        from fake_anthropic.record.proxy import DEFAULT_UPSTREAM
 
     path = recording_path(node)
     mode = request.config.getoption(RECORD_OPTION)

@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     recorder = None
     sent_to = base_url
     if args.record:
-        from fake_anthropic._recorder import Recorder
+        from fake_anthropic.record.recorder import Recorder
 
         try:
             recorder = Recorder(base_url, args.record)

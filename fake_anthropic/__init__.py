@@ -4,22 +4,25 @@ what it was sent. ``fake-anthropic serve SCRIPT.json`` serves a script over HTTP
 ``fake-anthropic record`` records a real run, and ``ScriptedModel.from_recording`` replays
 it offline."""
 
-from fake_anthropic._engine import estimate_tokens
-from fake_anthropic._proxy import RecordingProxy
-from fake_anthropic._recording import Exchange
-from fake_anthropic._recording import load as load_recording
-from fake_anthropic._records import AnsweredError, Conversation, RecordedRequest, ToolResult
-from fake_anthropic._turns import (
+from fake_anthropic.engine import estimate_tokens
+from fake_anthropic.model import API_KEY, BASE_URL, ScriptedModel
+from fake_anthropic.record import Exchange, RecordingProxy
+from fake_anthropic.record import load as load_recording
+from fake_anthropic.script import (
     MEMORY_TOOL,
+    AnsweredError,
     ApiError,
     Block,
     Compaction,
+    Conversation,
     MemoryCommands,
+    RecordedRequest,
     RedactedThinking,
     ScriptItem,
     ServerToolUse,
     Text,
     Thinking,
+    ToolResult,
     ToolUse,
     Turn,
     api_error,
@@ -33,7 +36,6 @@ from fake_anthropic._turns import (
     turn,
     web_search,
 )
-from fake_anthropic.model import API_KEY, BASE_URL, ScriptedModel
 
 __version__ = "0.1.0"
 

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fake_anthropic import __version__
-from fake_anthropic._match import MATCH_MODES
-from fake_anthropic._proxy import DEFAULT_UPSTREAM, RecordingProxy
-from fake_anthropic._recording import is_recording
 from fake_anthropic.model import ScriptedModel
+from fake_anthropic.record.match import MATCH_MODES
+from fake_anthropic.record.proxy import DEFAULT_UPSTREAM, RecordingProxy
+from fake_anthropic.record.recording import is_recording
 
 DEFAULT_HOST = "127.0.0.1"
 
@@ -88,7 +88,7 @@ def _load(path: str, match: str) -> ScriptedModel:
 
 
 def _record(args: argparse.Namespace) -> int:
-    from fake_anthropic._proxy_server import run_foreground
+    from fake_anthropic.record.server import run_foreground
     from fake_server import url_for
     from fake_server.served import stop_on_sigterm
 

@@ -44,7 +44,7 @@ Usage counts come from a stated, pluggable estimate: ``token_estimate`` gets the
 JSON text of what the model reads (``{"system"?, "tools"?, "messages"}`` as seen after
 context editing) for ``input_tokens``, and of the reply's ``content`` for
 ``output_tokens``; the default is ceil(len / 4). Details the API's documentation leaves
-open are in ``fake_anthropic._assumptions``.
+open are in ``fake_anthropic.engine.assumptions``.
 """
 
 from __future__ import annotations
@@ -58,20 +58,20 @@ from typing import TYPE_CHECKING
 import anthropic
 import httpx2
 
-from fake_anthropic import _recording as recording
-from fake_anthropic._asgi import ASGIApp, asgi_app
-from fake_anthropic._engine import Answer, Engine, TokenEstimate, estimate_tokens
-from fake_anthropic._match import MatchMode
-from fake_anthropic._proxy import DEFAULT_UPSTREAM
-from fake_anthropic._recorder import Recorder
-from fake_anthropic._records import (
+from fake_anthropic.engine.engine import Answer, Engine, TokenEstimate, estimate_tokens
+from fake_anthropic.http.asgi import ASGIApp, asgi_app
+from fake_anthropic.record import recording as recording
+from fake_anthropic.record.match import MatchMode
+from fake_anthropic.record.proxy import DEFAULT_UPSTREAM
+from fake_anthropic.record.recorder import Recorder
+from fake_anthropic.record.replay import Replay
+from fake_anthropic.script.json_script import items_from_json
+from fake_anthropic.script.records import (
     RecordedRequest,
     ToolResult,
 )
-from fake_anthropic._replay import Replay
-from fake_anthropic._script_json import items_from_json
-from fake_anthropic._transcript import transcript
-from fake_anthropic._turns import ScriptItem, check_item
+from fake_anthropic.script.transcript import transcript
+from fake_anthropic.script.turns import ScriptItem, check_item
 
 if TYPE_CHECKING:
     from fake_server import ServedApp

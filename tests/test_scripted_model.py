@@ -37,7 +37,7 @@ from fake_anthropic import (
     tool_use,
     turn,
 )
-from fake_anthropic._assumptions import CLEARED_TOOL_RESULT_TEXT
+from fake_anthropic.engine.assumptions import CLEARED_TOOL_RESULT_TEXT
 from fake_contextq import FakeContextQ, Tenant
 
 MODEL = "claude-opus-4-1"

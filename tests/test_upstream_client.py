@@ -1,5 +1,5 @@
 """The recording proxy's own HTTP/1.1 ends: its client to a plain-``http`` upstream
-(``fake_anthropic._upstream``) and its server (``fake_anthropic._proxy_server``), against
+(``fake_anthropic.record.upstream``) and its server (``fake_anthropic.record.server``), against
 an upstream scripted byte by byte, so each framing and each failure is the one named."""
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import httpx2
 import pytest
 
 from fake_anthropic import RecordingProxy, load_recording
-from fake_anthropic import _proxy as proxy_module
-from fake_anthropic._proxy_server import ServedProxy
-from fake_anthropic._recording import PAGE, RecordingFile
-from fake_anthropic._upstream import UpstreamError, UpstreamPool, plain_origin
+from fake_anthropic.record import proxy as proxy_module
+from fake_anthropic.record.recording import PAGE, RecordingFile
+from fake_anthropic.record.server import ServedProxy
+from fake_anthropic.record.upstream import UpstreamError, UpstreamPool, plain_origin
 from fake_server import bind_socket, url_for
 
 Handler = Callable[[socket.socket, "RawUpstream"], None]
@@ -433,7 +433,7 @@ def test_the_proxy_server_speaks_http_1_1_to_a_raw_client(
 
 
 def test_the_recording_file_appends_in_place_within_a_page(tmp_path: Path) -> None:
-    from fake_anthropic._recording import Exchange
+    from fake_anthropic.record.recording import Exchange
 
     path = tmp_path / "run.json"
     recording = RecordingFile(path)

@@ -11,7 +11,7 @@ connection closing are read; a connection goes back to the pool only when its an
 read to the end and the upstream did not ask to close it. A request that finds a pooled
 connection closed by the upstream before any byte of an answer is sent once more on a new
 connection (an idle connection the upstream dropped). ``https`` and upstreams reached
-through an HTTP proxy from the environment are not handled here (``_proxy`` keeps httpx2
+through an HTTP proxy from the environment are not handled here (``record.proxy`` keeps httpx2
 for those).
 """
 

@@ -29,7 +29,7 @@ from http import HTTPStatus
 from typing import Any, Final, cast
 from urllib.parse import unquote
 
-from fake_anthropic._asgi import ASGIApp
+from fake_anthropic.http.asgi import ASGIApp
 
 log: Final = logging.getLogger("fake_anthropic.record")
 

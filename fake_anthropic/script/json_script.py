@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fake_anthropic._turns import (
+from fake_anthropic.script.turns import (
     SERVER_TOOL_RESULT_TYPES,
     ApiError,
     Block,

@@ -21,10 +21,10 @@ thinking to be enabled and the edit to come first among the edits. It reports
 
 ``compact_20260112`` (``BetaCompact20260112EditParam``) compacts the conversation once the
 prompt exceeds ``trigger`` (default 150,000 input tokens); this module only decides
-whether it fires (``Edited.compact``), the engine compacts (``_compaction``). It is not
+whether it fires (``Edited.compact``), the engine compacts (``engine.compaction``). It is not
 reported in ``applied_edits`` (the SDK's ``AppliedEdit`` has no compaction member); the
 compaction shows as the reply's leading ``compaction`` block. What the docs leave open is
-in ``_assumptions``.
+in ``engine.assumptions``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fake_anthropic import _assumptions as assumed
+from fake_anthropic.engine import assumptions as assumed
 
 CLEAR_TOOL_USES = "clear_tool_uses_20250919"
 CLEAR_THINKING = "clear_thinking_20251015"

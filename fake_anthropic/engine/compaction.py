@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fake_anthropic import _assumptions as assumed
-from fake_anthropic._errors import coded, invalid
-from fake_anthropic._records import result_text
-from fake_anthropic._signatures import Signatures
-from fake_anthropic._validation import blocks_of
+from fake_anthropic.engine import assumptions as assumed
+from fake_anthropic.engine.errors import coded, invalid
+from fake_anthropic.engine.signatures import Signatures
+from fake_anthropic.engine.validation import blocks_of
+from fake_anthropic.script.records import result_text
 
 Json = dict[str, Any]
 KINDS = ("summarize",)

@@ -12,9 +12,14 @@ import copy
 import json
 from typing import Any
 
-from fake_anthropic._engine import MESSAGES_PATH, _canon_message, _thread_of, _tool_names
-from fake_anthropic._errors import Refusal
-from fake_anthropic._records import AnsweredError, RecordedRequest, ToolResult, tool_results_of
+from fake_anthropic.engine.engine import MESSAGES_PATH, _canon_message, _thread_of, _tool_names
+from fake_anthropic.engine.errors import Refusal
+from fake_anthropic.script.records import (
+    AnsweredError,
+    RecordedRequest,
+    ToolResult,
+    tool_results_of,
+)
 
 Json = dict[str, Any]
 

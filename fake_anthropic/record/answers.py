@@ -1,6 +1,6 @@
 """An upstream's answer as the recording proxy passes it on: the status, the headers for
 the client, then the body piece by piece as it arrives; from the proxy's own HTTP/1.1
-client (``_upstream``, plain ``http``) or from httpx2 (``https``, a proxied upstream)."""
+client (``record.upstream``, plain ``http``) or from httpx2 (``https``, a proxied upstream)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Final, Protocol
 
 import httpx2
 
-from fake_anthropic._upstream import Headers, UpstreamResponse
+from fake_anthropic.record.upstream import Headers, UpstreamResponse
 
 HOP_BY_HOP: Final = frozenset(
     {
@@ -51,7 +51,7 @@ class Answer(Protocol):
 
 
 class PlainAnswer:
-    """An answer from ``_upstream``. Its ``content-length`` is passed on when the upstream
+    """An answer from ``record.upstream``. Its ``content-length`` is passed on when the upstream
     framed the body by it (the server in front then sends the body as it came, without
     chunking it again)."""
 

@@ -3,14 +3,14 @@
 
 The request goes upstream as the caller sent it, credentials included (the proxy holds
 none of its own), minus hop-by-hop headers and with ``accept-encoding: identity`` so the
-answer arrives uncompressed: through the proxy's own HTTP/1.1 client (``_upstream``) to a
+answer arrives uncompressed: through the proxy's own HTTP/1.1 client (``record.upstream``) to a
 plain-``http`` upstream, through httpx2 to an ``https`` one (the real API) or one behind
 an HTTP proxy from the environment. The answer comes back unchanged, status, headers and
 body: an event stream chunk by chunk as it arrives, any other answer whole, with its
-``content-length`` (``_pass_on``). Served by ``_proxy_server``, not uvicorn. Once the answer is
-complete the exchange is appended to the recording (``_recording.RecordingFile``, which
+``content-length`` (``_pass_on``). Served by ``record.server``, not uvicorn. Once the answer is
+complete the exchange is appended to the recording (``record.recording.RecordingFile``, which
 writes it on its own thread, so the client never waits for the disk), with credentials
-removed (``_redact``). An answer that broke off is not recorded; an upstream that cannot
+removed (``record.redact``). An answer that broke off is not recorded; an upstream that cannot
 be reached answers 502 ``api_error`` (not recorded either).
 """
 
@@ -26,12 +26,18 @@ from typing import Any, Final
 
 import httpx2
 
-from fake_anthropic._answers import HOP_BY_HOP, HOP_BY_HOP_BYTES, Answer, HttpxAnswer, PlainAnswer
-from fake_anthropic._asgi import Receive, Scope, Send
-from fake_anthropic._recording import RESPONSE_HEADERS, Exchange, RecordingFile
-from fake_anthropic._redact import redact, secrets_of
-from fake_anthropic._sse_read import accumulate, parse_events
-from fake_anthropic._upstream import Headers, UpstreamError, UpstreamPool, plain_origin
+from fake_anthropic.http.asgi import Receive, Scope, Send
+from fake_anthropic.record.answers import (
+    HOP_BY_HOP,
+    HOP_BY_HOP_BYTES,
+    Answer,
+    HttpxAnswer,
+    PlainAnswer,
+)
+from fake_anthropic.record.recording import RESPONSE_HEADERS, Exchange, RecordingFile
+from fake_anthropic.record.redact import redact, secrets_of
+from fake_anthropic.record.sse_read import accumulate, parse_events
+from fake_anthropic.record.upstream import Headers, UpstreamError, UpstreamPool, plain_origin
 
 __all__ = ["DEFAULT_UPSTREAM", "HOP_BY_HOP", "RecordingProxy"]
 

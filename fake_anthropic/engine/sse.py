@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fake_anthropic._usage import delta_usage
+from fake_anthropic.engine.usage import delta_usage
 
 Json = dict[str, Any]
 

@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING
 
 import httpx2
 
-from fake_anthropic._engine import Answer
-from fake_anthropic._ledger import Ledger
-from fake_anthropic._proxy import HOP_BY_HOP, RecordingProxy
-from fake_anthropic._recording import Exchange
-from fake_anthropic._records import RecordedRequest, ToolResult
-from fake_anthropic._turns import ScriptItem
+from fake_anthropic.engine.engine import Answer
+from fake_anthropic.engine.ledger import Ledger
+from fake_anthropic.record.proxy import HOP_BY_HOP, RecordingProxy
+from fake_anthropic.record.recording import Exchange
+from fake_anthropic.script.records import RecordedRequest, ToolResult
+from fake_anthropic.script.turns import ScriptItem
 
 if TYPE_CHECKING:
-    from fake_anthropic._proxy_server import ServedProxy
+    from fake_anthropic.record.server import ServedProxy
 
 
 class Recorder:
@@ -49,7 +49,7 @@ class Recorder:
     def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Serve the proxy; returns its URL."""
         if self._served is None:
-            from fake_anthropic._proxy_server import ServedProxy
+            from fake_anthropic.record.server import ServedProxy
             from fake_server import bind_socket, url_for
 
             sock = bind_socket(host, port)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
-    from fake_anthropic._records import Conversation
+    from fake_anthropic.script.records import Conversation
 
 MEMORY_TOOL = "memory"
 

@@ -9,14 +9,14 @@ Faithful where the SDK or the docs say how the API behaves (SDK 2.14.0 source, s
 ``fake_anthropic``): errors in the API's shape ``{"type": "error", "error":
 {"type", "message", "details"?}, "request_id"}`` with the statuses the SDK maps
 (``thread_not_found`` 404, ``thread_already_continued`` / ``thread_unsupported_request``
-400); the API's own 400s (``_validation``); server-held threads keep each conversation
+400); the API's own 400s (``engine.validation``); server-held threads keep each conversation
 under its reply's id and refuse ``system`` / ``tools`` on a continue; compaction
-(``_compaction``), context editing (``_context_editing``), ``count_tokens`` (same estimate,
-no turn consumed). A scripted ``api_error()`` answers its error as the API would (not a
-problem). A request the script cannot answer (used up, a script function that failed or
-returned no turn, a call of an undeclared tool, a thinking block without thinking enabled,
-a turn that breaks ``tool_choice``) is a *problem*: it answers 500 ``api_error`` with
-``x-should-retry: false`` (so no client retries it) and makes ``verify()`` fail.
+(``engine.compaction``), context editing (``engine.context_editing``), ``count_tokens``
+(same estimate, no turn consumed). A scripted ``api_error()`` answers its error as the
+API would (not a problem). A request the script cannot answer (used up, a script function
+that failed or returned no turn, a call of an undeclared tool, a thinking block without
+thinking enabled, a turn that breaks ``tool_choice``) is a *problem*: it answers 500
+``api_error`` with ``x-should-retry: false`` (so no client retries it) and makes ``verify()`` fail.
 """
 
 from __future__ import annotations
@@ -31,13 +31,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fake_anthropic import _assumptions as assumed
-from fake_anthropic import _compaction as compacting
-from fake_anthropic import _context_editing as editing
-from fake_anthropic import _sse as sse
-from fake_anthropic import _validation as check
-from fake_anthropic._errors import Refusal, invalid, problem
-from fake_anthropic._records import (
+from fake_anthropic.engine import assumptions as assumed
+from fake_anthropic.engine import compaction as compacting
+from fake_anthropic.engine import context_editing as editing
+from fake_anthropic.engine import sse as sse
+from fake_anthropic.engine import validation as check
+from fake_anthropic.engine.errors import Refusal, invalid, problem
+from fake_anthropic.engine.signatures import Signatures
+from fake_anthropic.engine.usage import iteration, usage
+from fake_anthropic.script.records import (
     AnsweredError,
     Conversation,
     RecordedRequest,
@@ -46,9 +48,8 @@ from fake_anthropic._records import (
     last_user_tool_results,
     tool_results_of,
 )
-from fake_anthropic._signatures import Signatures
-from fake_anthropic._transcript import describe, describe_item
-from fake_anthropic._turns import (
+from fake_anthropic.script.transcript import describe, describe_item
+from fake_anthropic.script.turns import (
     BLOCK_TYPES,
     ApiError,
     Compaction,
@@ -60,7 +61,6 @@ from fake_anthropic._turns import (
     Turn,
     as_turn,
 )
-from fake_anthropic._usage import iteration, usage
 
 Json = dict[str, Any]
 TokenEstimate = Callable[[str], int]

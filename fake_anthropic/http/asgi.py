@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any, Protocol
 
-from fake_anthropic._engine import Answer
+from fake_anthropic.engine.engine import Answer
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -1,10 +1,10 @@
 """Replaying a recording: each request is answered with the next recorded answer, once it
-matches the recorded request (``_match``).
+matches the recorded request (``record.match``).
 
 The answer is the recorded one, ids included (so a thread continues from the recorded
 reply id, and tool results answer the recorded tool-use ids): its status, its kept
 headers, and its body, as JSON or, when the request asks for ``stream``, as the event
-stream of the recorded message (``_sse``). A request that does not match, or comes after
+stream of the recorded message (``engine.sse``). A request that does not match, or comes after
 the recording is used up, is a *problem*, as in a scripted model: it answers 500
 ``api_error`` (never retried) whose message shows the differences, consumes nothing, and
 makes ``verify()`` fail; so do exchanges left unplayed, unless ``allow_unused()``.
@@ -17,15 +17,15 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from fake_anthropic import _assumptions as assumed
-from fake_anthropic import _sse as sse
-from fake_anthropic._engine import Answer, new_id
-from fake_anthropic._ledger import Ledger, betas_of, body_of
-from fake_anthropic._match import MATCH_MODES, MatchMode, differences, normalise
-from fake_anthropic._recording import Exchange
-from fake_anthropic._records import RecordedRequest, ToolResult
-from fake_anthropic._transcript import describe
-from fake_anthropic._turns import ScriptItem
+from fake_anthropic.engine import assumptions as assumed
+from fake_anthropic.engine import sse as sse
+from fake_anthropic.engine.engine import Answer, new_id
+from fake_anthropic.engine.ledger import Ledger, betas_of, body_of
+from fake_anthropic.record.match import MATCH_MODES, MatchMode, differences, normalise
+from fake_anthropic.record.recording import Exchange
+from fake_anthropic.script.records import RecordedRequest, ToolResult
+from fake_anthropic.script.transcript import describe
+from fake_anthropic.script.turns import ScriptItem
 
 Json = dict[str, Any]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from fake_anthropic import _assumptions as assumed
+from fake_anthropic.engine import assumptions as assumed
 
 
 class Signatures:

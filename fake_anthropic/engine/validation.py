@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fake_anthropic import _assumptions as assumed
-from fake_anthropic._errors import coded, invalid
-from fake_anthropic._signatures import Signatures
+from fake_anthropic.engine import assumptions as assumed
+from fake_anthropic.engine.errors import coded, invalid
+from fake_anthropic.engine.signatures import Signatures
 
 Json = dict[str, Any]
 ROLES = ("user", "assistant")

@@ -11,8 +11,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from fake_anthropic._records import RecordedRequest
-from fake_anthropic._turns import (
+from fake_anthropic.script.records import RecordedRequest
+from fake_anthropic.script.turns import (
     BLOCK_TYPES,
     ApiError,
     Compaction,

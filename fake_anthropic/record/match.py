@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from fake_anthropic import _assumptions as assumed
+from fake_anthropic.engine import assumptions as assumed
 
 Json = dict[str, Any]
 MatchMode = Literal["strict", "order"]
