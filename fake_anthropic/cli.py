@@ -81,7 +81,10 @@ def _listen(command: str, host: str, port: int) -> socket.socket | None:
 
 
 def _load(path: str, match: str) -> ScriptedModel:
-    document = json.loads(Path(path).read_text("utf-8"))
+    try:
+        document = json.loads(Path(path).read_text("utf-8"))
+    except RecursionError:
+        raise ValueError("it nests deeper than JSON is read here") from None
     if is_recording(document):
         return ScriptedModel.from_recording(path, match="order" if match == "order" else "strict")
     return ScriptedModel.from_json(document if isinstance(document, list) else path)
@@ -94,6 +97,9 @@ def _record(args: argparse.Namespace) -> int:
 
     try:
         proxy = RecordingProxy(args.upstream, args.out)
+    except ValueError as exc:
+        print(f"fake-anthropic record: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"fake-anthropic record: cannot write {args.out}: {exc}", file=sys.stderr)
         return 2
@@ -105,7 +111,7 @@ def _record(args: argparse.Namespace) -> int:
     gc.freeze()  # what start-up imported is never garbage: collections need not scan it
     try:
         print(
-            f"recording proxy to {proxy.upstream} listening on {url}, writing {args.out} "
+            f"recording proxy to {proxy.shown_upstream} listening on {url}, writing {args.out} "
             "(Ctrl-C stops it)",
             f"ANTHROPIC_BASE_URL={url}",
             sep="\n",
@@ -115,6 +121,8 @@ def _record(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         sock.close()
     proxy.close()
+    for note in proxy.abandoned:
+        print(f"fake-anthropic record: not recorded: {note}", file=sys.stderr)
     print(f"recorded {len(proxy.exchanges)} exchange(s) to {args.out}", flush=True)
     return 1 if proxy.failures else 0
 

@@ -16,6 +16,7 @@ import pytest
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant
 from tests.helpers import context_body
+from tests.raw_http import Handler, RawUpstream
 from tests.stores import STORE_KINDS, StorePool, fresh_store
 
 ALL_STORES = "all_stores"
@@ -99,3 +100,16 @@ def make_context(client: httpx2.Client) -> Callable[..., dict[str, Any]]:
         return created
 
     return make
+
+
+@pytest.fixture
+def upstream_for() -> Iterator[Callable[[Handler], RawUpstream]]:
+    made: list[RawUpstream] = []
+
+    def make(handler: Handler) -> RawUpstream:
+        made.append(RawUpstream(handler))
+        return made[-1]
+
+    yield make
+    for server in made:
+        server.close()

@@ -5,10 +5,8 @@ an upstream scripted byte by byte, so each framing and each failure is the one n
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import socket
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,101 +19,14 @@ from fake_anthropic.record.recording import PAGE, RecordingFile
 from fake_anthropic.record.server import ServedProxy
 from fake_anthropic.record.upstream import UpstreamError, UpstreamPool, plain_origin
 from fake_server import bind_socket, url_for
-
-Handler = Callable[[socket.socket, "RawUpstream"], None]
-JSON_BODY = b'{"type":"message","content":[]}'
-
-
-class RawUpstream:
-    """A TCP server on loopback whose connections ``handler`` answers with raw bytes, one
-    thread a connection; ``accepted`` counts the connections."""
-
-    def __init__(self, handler: Handler) -> None:
-        self.handler = handler
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.accepted = 0
-        self.gate = threading.Event()  # a handler may wait on it between two writes
-        self.released: bool | None = None  # whether the gate opened (not timed out)
-        self._thread = threading.Thread(target=self._accept, daemon=True)
-        self._thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        with conn, contextlib.suppress(OSError):
-            self.handler(conn, self)
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-def read_request(conn: socket.socket, buffered: bytearray) -> bytes | None:
-    """One request (head and content-length body) off ``conn``; None at end of stream."""
-    while b"\r\n\r\n" not in buffered:
-        data = conn.recv(65536)
-        if not data:
-            return None
-        buffered += data
-    end = buffered.index(b"\r\n\r\n") + 4
-    length = 0
-    for line in bytes(buffered[:end]).split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    while len(buffered) < end + length:
-        buffered += conn.recv(65536)
-    request = bytes(buffered[: end + length])
-    del buffered[: end + length]
-    return request
-
-
-def answering(*answers: bytes, close: bool = False) -> Handler:
-    """Answers each request on a connection with the next of ``answers`` (cycling), and
-    closes the connection after each if ``close``."""
-
-    def handler(conn: socket.socket, _server: RawUpstream) -> None:
-        buffered = bytearray()
-        n = 0
-        while read_request(conn, buffered) is not None:
-            conn.sendall(answers[n % len(answers)])
-            n += 1
-            if close:
-                return
-
-    return handler
-
-
-def json_answer(status: int = 200, body: bytes = JSON_BODY, extra: bytes = b"") -> bytes:
-    return b"HTTP/1.1 %d X\r\ncontent-type: application/json\r\ncontent-length: %d\r\n%s\r\n%s" % (
-        status,
-        len(body),
-        extra,
-        body,
-    )
-
-
-@pytest.fixture
-def upstream_for() -> Iterator[Callable[[Handler], RawUpstream]]:
-    made: list[RawUpstream] = []
-
-    def make(handler: Handler) -> RawUpstream:
-        made.append(RawUpstream(handler))
-        return made[-1]
-
-    yield make
-    for server in made:
-        server.close()
+from tests.raw_http import (
+    JSON_BODY,
+    Handler,
+    RawUpstream,
+    answering,
+    json_answer,
+    read_request,
+)
 
 
 def pool_for(url: str) -> UpstreamPool:

@@ -51,22 +51,14 @@ class Answer(Protocol):
 
 
 class PlainAnswer:
-    """An answer from ``record.upstream``. Its ``content-length`` is passed on when the upstream
-    framed the body by it (the server in front then sends the body as it came, without
-    chunking it again)."""
+    """An answer from ``record.upstream``, its body passed on as it arrives."""
 
     __slots__ = ("_response", "headers", "status")
 
     def __init__(self, response: UpstreamResponse) -> None:
         self._response = response
         self.status = response.status
-        keep_length = response.framing == "length"
-        self.headers = [
-            (k, v)
-            for k, v in response.headers
-            if (lower := k.lower()) not in HOP_BY_HOP_BYTES
-            or (keep_length and lower == b"content-length")
-        ]
+        self.headers = [(k, v) for k, v in response.headers if k.lower() not in HOP_BY_HOP_BYTES]
 
     @property
     def done(self) -> bool:

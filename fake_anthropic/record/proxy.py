@@ -1,17 +1,21 @@
-"""The recording proxy: an ASGI app forwarding each request to an upstream Messages API
-(the real one, a gateway, or a served scripted model) and recording the exchange.
+"""The recording proxy: an ASGI app forwarding each request to an upstream Messages API (the
+real one, a gateway, or a served scripted model) and recording the exchange.
 
-The request goes upstream as the caller sent it, credentials included (the proxy holds
-none of its own), minus hop-by-hop headers and with ``accept-encoding: identity`` so the
-answer arrives uncompressed: through the proxy's own HTTP/1.1 client (``record.upstream``) to a
-plain-``http`` upstream, through httpx2 to an ``https`` one (the real API) or one behind
-an HTTP proxy from the environment. The answer comes back unchanged, status, headers and
-body: an event stream chunk by chunk as it arrives, any other answer whole, with its
-``content-length`` (``_pass_on``). Served by ``record.server``, not uvicorn. Once the answer is
-complete the exchange is appended to the recording (``record.recording.RecordingFile``, which
-writes it on its own thread, so the client never waits for the disk), with credentials
-removed (``record.redact``). An answer that broke off is not recorded; an upstream that cannot
-be reached answers 502 ``api_error`` (not recorded either).
+The request goes upstream as the caller sent it, credentials included (the proxy holds none
+of its own), minus hop-by-hop headers and with ``accept-encoding: identity`` so the answer
+arrives uncompressed, to the configured upstream origin joined with the request's target
+byte for byte (never decoded, so no target reaches another host): through the proxy's h11
+client (``record.upstream``) to a plain-``http`` upstream, through httpx2 to an ``https``
+one (the real API) or one behind an HTTP proxy from the environment. The answer comes back
+unchanged, status, headers and body: an event stream chunk by chunk as it arrives, any other
+answer whole, with its ``content-length`` (``_pass_on``). Served by ``record.server`` (h11).
+Once the answer is complete and the client has it, the exchange is appended to the recording
+(``record.recording.RecordingFile``, which writes it on its own thread, so the client never
+waits for the disk), with credentials removed (``record.redact``). An answer that broke off,
+or whose client went away before it had all of it, is not recorded (a client that retries is
+then recorded once); an upstream that cannot be reached, or that closed the connection
+before answering, answers 502 ``api_error`` (not recorded either). The upstream URL is shown
+masked (``record.redact.masked_url``) in every message.
 """
 
 from __future__ import annotations
@@ -35,17 +39,39 @@ from fake_anthropic.record.answers import (
     PlainAnswer,
 )
 from fake_anthropic.record.recording import RESPONSE_HEADERS, Exchange, RecordingFile
-from fake_anthropic.record.redact import redact, secrets_of
+from fake_anthropic.record.redact import masked_url, redact, redact_target, scrub_url, secrets_of
+from fake_anthropic.record.server import ClientGone
 from fake_anthropic.record.sse_read import accumulate, parse_events
 from fake_anthropic.record.upstream import Headers, UpstreamError, UpstreamPool, plain_origin
 
-__all__ = ["DEFAULT_UPSTREAM", "HOP_BY_HOP", "RecordingProxy"]
+__all__ = ["DEFAULT_UPSTREAM", "HOP_BY_HOP", "RecordingProxy", "check_upstream"]
 
 Json = dict[str, Any]
 
 DEFAULT_UPSTREAM: Final = "https://api.anthropic.com"
 UPSTREAM_TIMEOUT: Final = httpx2.Timeout(600.0, connect=10.0)
 _TIMEOUT_EXTENSION: Final = UPSTREAM_TIMEOUT.as_dict()
+
+
+def check_upstream(url: str) -> str:
+    """``url`` without a trailing slash, if it can be an upstream: ``http`` or ``https``,
+    a host, and no query or fragment (requests bring their own); ``ValueError`` (its
+    message shows the URL masked) if not."""
+    shown = masked_url(url)
+    try:
+        parts = httpx2.URL(url)
+    except (httpx2.InvalidURL, TypeError) as exc:
+        raise ValueError(
+            f"the upstream {shown!r} is not a URL: {scrub_url(str(exc), url)}"
+        ) from None
+    if parts.scheme not in ("http", "https") or not parts.host:
+        raise ValueError(f"the upstream {shown!r} must be an http:// or https:// URL with a host")
+    if parts.query or parts.fragment or "?" in url or "#" in url:
+        raise ValueError(
+            f"the upstream {shown!r} has a query or fragment; give the origin and path only "
+            "(each request brings its own query; a gateway key goes in a header)"
+        )
+    return url.rstrip("/")
 
 
 def _response_body(content_type: str, data: bytes) -> tuple[bool, object]:
@@ -111,7 +137,11 @@ class RecordingProxy:
         *,
         on_exchange: Callable[[Exchange], None] | None = None,
     ) -> None:
-        self.upstream = upstream.rstrip("/")
+        self.upstream = check_upstream(upstream)
+        self.shown_upstream = masked_url(self.upstream)
+        """The upstream as it may be printed: no password, no credential query value."""
+        self._base = httpx2.URL(self.upstream)
+        self._prefix = self._base.raw_path.rstrip(b"/")
         self.file = RecordingFile(out)
         self._on_exchange = on_exchange
         origin = plain_origin(self.upstream)
@@ -119,6 +149,8 @@ class RecordingProxy:
         self._client: httpx2.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.failures: list[str] = []
+        self.abandoned: list[str] = []
+        """Exchanges whose client went away before it had the whole answer (not recorded)."""
         self._pending = 0  # requests received and not yet recorded (or given up on)
         self._settled = threading.Condition()
 
@@ -192,45 +224,45 @@ class RecordingProxy:
 
     async def _forward(self, scope: Scope, raw: bytes, send: Send) -> None:
         method: str = scope["method"]
-        path: str = scope["path"]
+        target: bytes = scope.get("raw_path") or scope["path"].encode("latin-1")
         query: bytes = scope.get("query_string", b"")
+        if query:
+            target += b"?" + query
         try:
-            answer = await self._send_upstream(scope, method, path, query, raw)
+            answer = await self._send_upstream(scope, method, target, raw)
         except UpstreamError as exc:
             await self._unreachable(send, str(exc))
             return
         except httpx2.HTTPError as exc:
             await self._unreachable(send, f"{type(exc).__name__}: {exc}")
             return
+        shown = target[:200].decode("latin-1")
         try:
             received = await _pass_on(answer, method, send)
+        except ClientGone:
+            self.abandoned.append(f"{method} {shown}: the client went away before the answer's end")
+            return
         except (UpstreamError, httpx2.HTTPError, OSError) as exc:
-            self.failures.append(f"{method} {path}: the answer broke off: {exc}")
+            self.failures.append(f"{method} {shown}: the answer broke off: {exc}")
             return
         finally:
             await answer.aclose()
-        self._record(
-            method, path, query, scope["headers"], raw, answer.status, answer.headers, received
-        )
+        self._record(method, target, scope["headers"], raw, answer.status, answer.headers, received)
 
-    async def _send_upstream(
-        self, scope: Scope, method: str, path: str, query: bytes, raw: bytes
-    ) -> Answer:
+    async def _send_upstream(self, scope: Scope, method: str, target: bytes, raw: bytes) -> Answer:
         """Send the request as the caller sent it (less hop-by-hop headers, and asking for
-        an uncompressed answer); the answer once its head has arrived."""
+        an uncompressed answer) to the upstream origin joined with ``target`` as received;
+        the answer once its head has arrived."""
         forwarded = [(k, v) for k, v in scope["headers"] if k.lower() not in HOP_BY_HOP_BYTES]
         forwarded.append((b"accept-encoding", b"identity"))
         if self._pool is not None:
-            target = scope.get("raw_path") or path.encode("utf-8")
-            if query:
-                target += b"?" + query
             return PlainAnswer(await self._pool.send(method, target, forwarded, raw))
         # Built here, not with client.build_request: nothing of the client's (its default
         # headers, cookies an upstream set) is added to what the caller sent, and the
         # merging it skips is a tenth of its time per request.
         request = httpx2.Request(
             method,
-            self.upstream + path + (f"?{query.decode('latin-1')}" if query else ""),
+            self._base.copy_with(raw_path=self._prefix + target),
             headers=forwarded,
             content=raw,
             extensions={"timeout": _TIMEOUT_EXTENSION},
@@ -240,8 +272,7 @@ class RecordingProxy:
     def _record(
         self,
         method: str,
-        path: str,
-        query: bytes,
+        target: bytes,
         raw_headers: list[tuple[bytes, bytes]],
         raw: bytes,
         status: int,
@@ -249,10 +280,11 @@ class RecordingProxy:
         received: list[bytes],
     ) -> None:
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers]
-        secrets = secrets_of(headers)
+        path = target.decode("latin-1")
+        secrets = secrets_of(headers, path.partition("?")[2])
         try:
             body: object = json.loads(raw) if raw else None
-        except ValueError:
+        except (ValueError, RecursionError):
             body = raw.decode("utf-8", errors="replace")
         kept: dict[str, str] = {}
         for k, v in answer_headers:
@@ -270,15 +302,14 @@ class RecordingProxy:
             for b in v.split(",")
             if b.strip()
         ]
-        query_text = query.decode("latin-1")
         exchange = Exchange(
             method=method,
-            path=path + (f"?{query_text}" if query_text else ""),
+            path=redact_target(path, secrets),
             body=redact(body, secrets),
             status=status,
             response=redact(answer, secrets),
-            betas=betas,
-            anthropic_version=version,
+            betas=[str(redact(b, secrets)) for b in betas],
+            anthropic_version=None if version is None else str(redact(version, secrets)),
             headers={k: str(redact(kept[k], secrets)) for k in RESPONSE_HEADERS if k in kept},
             stream=stream,
         )
@@ -287,7 +318,8 @@ class RecordingProxy:
             self._on_exchange(exchange)
 
     async def _unreachable(self, send: Send, reason: str) -> None:
-        message = f"recording proxy: cannot reach the upstream {self.upstream}: {reason}"
+        reason = scrub_url(reason, self.upstream)
+        message = f"recording proxy: no answer from the upstream {self.shown_upstream}: {reason}"
         self.failures.append(message)
         print(f"fake-anthropic record: {message}", file=sys.stderr, flush=True)
         payload = {"type": "error", "error": {"type": "api_error", "message": message}}

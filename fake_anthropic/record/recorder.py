@@ -82,7 +82,7 @@ class Recorder:
 
     def add(self, items: Sequence[ScriptItem]) -> None:
         raise TypeError(
-            f"this model records the upstream {self.proxy.upstream}; "
+            f"this model records the upstream {self.proxy.shown_upstream}; "
             f"it takes no script() items (got {len(items)})"
         )
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,41 @@ FORMAT: Final = "fake-anthropic-recording"
 VERSION: Final = 1
 RESPONSE_HEADERS: Final = ("content-type", "request-id", "retry-after", "x-should-retry")
 """The response headers a recording keeps (the SDK reads these; no others reach it)."""
+MAX_DEPTH: Final = 128
+"""How deeply a recorded body may nest (a real Messages body nests a few dozen levels)."""
+_FRAMING_HEADERS: Final = frozenset(
+    {
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "upgrade",
+        "te",
+        "trailer",
+        "host",
+    }
+)
+_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_SENDABLE: Final = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
+
+
+def _depth_ok(value: object) -> bool:
+    """Whether ``value`` nests at most ``MAX_DEPTH`` levels (checked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_DEPTH:
+                return False
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return True
+
+
+def _sendable(text: str) -> bool:
+    """Whether ``text`` can stand in an HTTP field: latin-1, no CR, LF, NUL or other
+    control character but tab."""
+    return _SENDABLE.fullmatch(text) is not None
 
 
 @dataclass(frozen=True)
@@ -77,6 +113,9 @@ class Exchange:
 
     @classmethod
     def from_json(cls, data: object, where: str) -> Exchange:
+        """An exchange from its JSON; ``ValueError`` naming ``where`` and the field when a
+        field could not be replayed (a status no server may answer, a header no server
+        may send, a stream body that is no message, nesting past ``MAX_DEPTH``)."""
         if not isinstance(data, dict):
             raise ValueError(f"{where}: an exchange is an object with 'request' and 'response'")
         request, response = data.get("request"), data.get("response")
@@ -85,25 +124,62 @@ class Exchange:
         method, path, status = request.get("method"), request.get("path"), response.get("status")
         if not isinstance(method, str) or not isinstance(path, str):
             raise ValueError(f"{where}: request.method and request.path must be strings")
+        if not _TOKEN.fullmatch(method):
+            raise ValueError(f"{where}: request.method {method[:40]!r} is not an HTTP method")
+        if not path.startswith("/") or not _sendable(path) or " " in path or "\t" in path:
+            raise ValueError(f"{where}: request.path {path[:80]!r} is not a /path?query")
         if not isinstance(status, int) or isinstance(status, bool):
             raise ValueError(f"{where}: response.status must be an integer")
+        if not 200 <= status <= 599:
+            raise ValueError(
+                f"{where}: response.status {status} is not a final HTTP status (200-599)"
+            )
         betas = request.get("betas", [])
         if not isinstance(betas, list) or not all(isinstance(b, str) for b in betas):
             raise ValueError(f"{where}: request.betas must be a list of strings")
+        version = request.get("anthropic_version")
+        for text in [*betas, version if isinstance(version, str) else ""]:
+            if not _sendable(text):
+                raise ValueError(f"{where}: request header value {text[:40]!r} cannot be sent")
         headers = response.get("headers", {})
         if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
             raise ValueError(f"{where}: response.headers must map names to strings")
-        version = request.get("anthropic_version")
+        for name, value in headers.items():
+            if not _TOKEN.fullmatch(str(name)):
+                raise ValueError(f"{where}: response header name {str(name)[:40]!r} is no token")
+            if str(name).lower() in _FRAMING_HEADERS:
+                raise ValueError(
+                    f"{where}: response header {name!r} frames the message; the server "
+                    "that replays it sets it"
+                )
+            if not _sendable(value):
+                raise ValueError(
+                    f"{where}: response header {name!r} has a value that cannot be sent "
+                    "(CR, LF, NUL, another control character, or text beyond latin-1)"
+                )
+        stream = response.get("stream", False)
+        if not isinstance(stream, bool):
+            raise ValueError(f"{where}: response.stream must be true or false")
+        body = response.get("body")
+        kind = body.get("type") if isinstance(body, dict) else None
+        if stream and status == 200 and kind not in ("message", "error"):
+            raise ValueError(
+                f"{where}: a streamed response's body must be the message its events "
+                'delivered ("type": "message") or the error event it ended with '
+                '("type": "error")'
+            )
+        if not (_depth_ok(request.get("body")) and _depth_ok(body)):
+            raise ValueError(f"{where}: a body nests deeper than {MAX_DEPTH} levels")
         return cls(
             method=method,
             path=path,
             body=request.get("body"),
             status=status,
-            response=response.get("body"),
+            response=body,
             betas=list(betas),
             anthropic_version=version if isinstance(version, str) else None,
             headers={str(k).lower(): v for k, v in headers.items()},
-            stream=response.get("stream") is True,
+            stream=stream,
         )
 
 
@@ -143,6 +219,8 @@ def load(path: str | os.PathLike[str]) -> list[Exchange]:
         document = json.loads(Path(path).read_text("utf-8"))
     except ValueError as exc:
         raise ValueError(f"recording {where} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"recording {where}: nests deeper than JSON is read here") from None
     return parse(document, where)
 
 

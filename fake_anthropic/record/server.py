@@ -1,19 +1,20 @@
-"""A small asyncio HTTP/1.1 server for the recording proxy, in place of uvicorn.
+"""The recording proxy's HTTP/1.1 server: h11 parses every request and frames every
+answer; this module moves bytes between a socket and h11 and calls the ASGI app.
 
-A proxy on loopback costs what its two extra HTTP ends cost, and on a small machine most
-of that is socket writes (each one wakes the peer) and pure-Python parsing. This server
-parses a request head with ``bytes`` methods, calls the ASGI app (``RecordingProxy``,
-which stays a plain ASGI app) and writes each answer's head together with its first body
-piece, so a JSON answer is one write. An answer whose body is all in its first piece goes
-with a ``content-length``; one that goes on in pieces (an event stream) is chunked to an
-HTTP/1.1 client, each piece written as soon as the app sends it; a head sent on its own
-(the app waits for the upstream's first event) goes out at the event loop's next turn.
-
-It serves what the proxy needs: requests framed by ``content-length`` or chunked,
-``Expect: 100-continue``, keep-alive and pipelined requests, HTTP/1.0 clients, back
-pressure both ways, a 400 for a malformed request, a 500 if the app fails before
-answering. ``run_foreground`` serves until SIGINT or SIGTERM and then finishes the
-requests in flight (as uvicorn does); ``ServedProxy`` serves on a thread.
+What it adds to h11 is policy. Only origin-form targets (``/path?query``) are taken; a
+request with both ``content-length`` and ``transfer-encoding`` is refused; a head is at
+most ``Limits.max_head`` bytes however it arrives (h11 bounds an incomplete head, this
+server a complete one) and a body at most ``Limits.max_body`` (a ``content-length`` over
+it at once, a chunked body as soon as it grows past it: 413); a head must arrive whole
+within ``head_timeout`` seconds, each next piece of a request within ``read_timeout``, and
+a kept-alive connection with no request is closed after ``idle_timeout`` (408 if a request
+had begun). The app gets the whole body in one ``http.request`` message. An answer's head
+goes out with its first body piece (a JSON answer is one write, framed by its
+``content-length``); an event stream is chunked piece by piece as the app sends it. A
+``send`` after the client went away raises ``ClientGone``, and so does the last one when
+the client is gone before the answer left this process, so the app knows the client never
+got the whole answer. ``run_foreground`` serves until SIGINT or SIGTERM and then finishes
+the requests in flight (as uvicorn does); ``ServedProxy`` serves on a thread.
 """
 
 from __future__ import annotations
@@ -25,182 +26,305 @@ import signal
 import socket
 import threading
 from collections.abc import MutableMapping
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Final, cast
-from urllib.parse import unquote
 
-from fake_anthropic.http.asgi import ASGIApp
+import h11
+
+from fake_anthropic.http import ASGIApp
+from fake_anthropic.record._wait import wait_for_wake
+
+__all__ = ["GRACE_SECONDS", "ClientGone", "Limits", "ServedProxy", "run_foreground", "serve"]
 
 log: Final = logging.getLogger("fake_anthropic.record")
 
-MAX_HEAD: Final = 64 * 1024
 GRACE_SECONDS: Final = 30.0
 """How long a stop waits for the requests in flight before cancelling them."""
-_NO_BODY_STATUS: Final = frozenset({204, 304})
-_REASONS: Final = {200: b"OK", 400: b"Bad Request", 500: b"Internal Server Error"}
 
 Message = MutableMapping[str, Any]
 
 
-class _BadRequest(Exception):
-    pass
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What a client may send, and how slowly."""
+
+    max_head: int = 64 * 1024
+    max_body: int = 32 * 1024 * 1024
+    head_timeout: float = 30.0
+    read_timeout: float = 30.0
+    idle_timeout: float = 75.0
+    """Longer than the 5 s for which httpx-based clients (the Anthropic SDK) keep an idle
+    connection, so the client, not this server, ends an idle one."""
 
 
-def _reason(status: int) -> bytes:
+class ClientGone(ConnectionError):
+    """The client closed the connection before it had the whole answer."""
+
+
+class _Refused(Exception):
+    """A request this server answers itself, with ``status``, and closes."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+def _phrase(status: int) -> bytes:
     try:
-        return _REASONS.get(status) or HTTPStatus(status).phrase.encode("ascii")
+        return HTTPStatus(status).phrase.encode("ascii")
     except ValueError:
         return b""
 
 
-def _dechunk(buffer: bytearray, start: int) -> tuple[bytes, int] | None:
-    """A chunked request body beginning at ``start``, if all of it is buffered, and where it
-    ends; None if more is to come."""
-    body = bytearray()
-    at = start
-    while True:
-        end = buffer.find(b"\r\n", at)
-        if end < 0:
-            return None
-        try:
-            size = int(bytes(buffer[at:end]).split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            raise _BadRequest("a malformed chunk size") from None
-        at = end + 2
-        if size == 0:
-            while True:  # trailer fields, then an empty line
-                end = buffer.find(b"\r\n", at)
-                if end < 0:
-                    return None
-                line_empty = end == at
-                at = end + 2
-                if line_empty:
-                    return bytes(body), at
-        if len(buffer) < at + size + 2:
-            return None
-        body += buffer[at : at + size]
-        at += size + 2
+def _head_size(request: h11.Request) -> int:
+    """The request head's size as sent, less any padding whitespace."""
+    size = len(request.method) + len(request.target) + 12
+    for name, value in request.headers:
+        size += len(name) + len(value) + 4
+    return size
 
 
-class _Request:
-    __slots__ = (
-        "body_start",
-        "chunked",
-        "continue_sent",
-        "headers",
-        "keep_alive",
-        "length",
-        "method",
-        "target",
-        "version",
-    )
-
-    def __init__(self, head: bytes, body_start: int) -> None:
-        lines = head.split(b"\r\n")
-        parts = lines[0].split(b" ")
-        if len(parts) != 3 or parts[2] not in (b"HTTP/1.1", b"HTTP/1.0"):
-            raise _BadRequest(f"a malformed request line {lines[0][:80]!r}")
-        self.method = parts[0].decode("ascii", errors="replace")
-        self.target = parts[1]
-        self.version = parts[2]
-        self.body_start = body_start
-        self.headers: list[tuple[bytes, bytes]] = []
-        self.length = 0
-        self.chunked = False
-        self.continue_sent = False
-        self.keep_alive = self.version == b"HTTP/1.1"
-        for line in lines[1:]:
-            name, colon, value = line.partition(b":")
-            if not colon or not name or name != name.strip():
-                raise _BadRequest(f"a malformed header line {line[:80]!r}")
-            name = name.lower()
-            value = value.strip(b" \t")
-            self.headers.append((name, value))
-            if name == b"content-length":
-                if not value.isdigit():
-                    raise _BadRequest(f"content-length {value[:40]!r}")
-                self.length = int(value)
-            elif name == b"transfer-encoding":
-                self.chunked = value.lower().rsplit(b",", 1)[-1].strip() == b"chunked"
-                if not self.chunked:
-                    raise _BadRequest(f"transfer-encoding {value[:40]!r}")
-            elif name == b"connection":
-                tokens = value.lower()
-                if b"close" in tokens:
-                    self.keep_alive = False
-                elif b"keep-alive" in tokens:
-                    self.keep_alive = True
-
-    def expects_continue(self) -> bool:
-        return any(k == b"expect" and v.lower() == b"100-continue" for k, v in self.headers)
-
-    def body(self, buffer: bytearray) -> tuple[bytes, int] | None:
-        """The body and where it ends in ``buffer``, once all of it is there."""
-        if self.chunked:
-            return _dechunk(buffer, self.body_start)
-        end = self.body_start + self.length
-        if len(buffer) < end:
-            return None
-        return bytes(buffer[self.body_start : end]), end
-
-
-class _State:
+class _Server:
     """What a server holds across its connections."""
 
-    def __init__(self, app: ASGIApp, sock: socket.socket) -> None:
+    def __init__(self, app: ASGIApp, sock: socket.socket, limits: Limits) -> None:
         self.app = app
+        self.limits = limits
         self.connections: set[_Connection] = set()
-        self.tasks: set[asyncio.Task[None]] = set()
         self.stopping = False
         name = sock.getsockname()
-        self.server: tuple[str, int] = (str(name[0]), int(name[1]))
+        self.address: tuple[str, int] = (str(name[0]), int(name[1]))
 
 
 class _Connection(asyncio.Protocol):
-    """One client connection: requests parsed from ``buffer``, answered one at a time."""
+    """One client connection, served by its own task: requests one at a time."""
 
-    def __init__(self, state: _State) -> None:
-        self.state = state
+    def __init__(self, server: _Server) -> None:
+        self.server = server
+        self.limits = server.limits
+        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=server.limits.max_head)
         self.transport: asyncio.Transport | None = None
-        self.buffer = bytearray()
-        self.request: _Request | None = None
-        self.busy = False
-        self.closed = False
         self.client: tuple[str, int] | None = None
-        self._disconnected: asyncio.Future[None] | None = None
+        self.closed = False
+        self.busy = False  # the app is answering a request
+        self.task: asyncio.Task[None] | None = None
+        self._data: asyncio.Future[None] | None = None
         self._drained: asyncio.Future[None] | None = None
-        self.paused = False
+        self._gone: asyncio.Future[None] | None = None
+        self._paused_writing = False
+        self._paused_reading = False
+        self._ahead = 0  # bytes received while the app answers (pipelined requests)
+        self._head_started: float | None = None  # loop time of a coming head's first byte
 
     # --- asyncio.Protocol ---------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
+        self.transport.set_write_buffer_limits(high=0)
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             self.client = (str(peer[0]), int(peer[1]))
-        self.state.connections.add(self)
+        self.server.connections.add(self)
+        self.task = asyncio.get_running_loop().create_task(self._serve())
 
     def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        if not self.busy:
-            self._next()
+        self.h11.receive_data(data)
+        if self._head_started is None and not self.busy and self.h11.their_state is h11.IDLE:
+            self._head_started = asyncio.get_running_loop().time()
+        if self.busy:
+            self._ahead += len(data)
+            if self._ahead > self.limits.max_head and self.transport is not None:
+                self._paused_reading = True
+                self.transport.pause_reading()
+        self._wake(self._data)
+
+    def eof_received(self) -> bool:
+        # A client that closes its side is gone (as uvicorn takes it): an answer being
+        # written to it is not what it got.
+        self.h11.receive_data(b"")
+        self.closed = True
+        self._wake(self._data)
+        self._wake(self._gone)
+        return False
 
     def connection_lost(self, exc: Exception | None) -> None:  # noqa: ARG002
         self.closed = True
-        self.state.connections.discard(self)
-        for waiter in (self._disconnected, self._drained):
-            if waiter is not None and not waiter.done():
-                waiter.set_result(None)
+        self.server.connections.discard(self)
+        self._wake(self._data)
+        self._wake(self._drained)
+        self._wake(self._gone)
 
     def pause_writing(self) -> None:
-        self.paused = True
+        self._paused_writing = True
 
     def resume_writing(self) -> None:
-        self.paused = False
-        if self._drained is not None and not self._drained.done():
-            self._drained.set_result(None)
+        self._paused_writing = False
+        self._wake(self._drained)
 
-    # --- requests -----------------------------------------------------------------
+    @staticmethod
+    def _wake(waiter: asyncio.Future[None] | None) -> None:
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    # --- the connection's task ----------------------------------------------------
+
+    async def _serve(self) -> None:
+        try:
+            while not self.server.stopping:
+                request = await self._request()
+                if request is None:
+                    return
+                if not await self._answer(*request):
+                    return
+                self.h11.start_next_cycle()
+                if self._ahead:  # a pipelined request has begun
+                    self._head_started = asyncio.get_running_loop().time()
+                self._ahead = 0
+                if self._paused_reading and self.transport is not None:
+                    self._paused_reading = False
+                    self.transport.resume_reading()
+        except _Refused as refused:
+            self._refuse(refused.status, str(refused))
+        except h11.RemoteProtocolError as exc:
+            self._refuse(exc.error_status_hint, f"a malformed request: {exc}")
+        finally:
+            self.close()
+
+    async def _wait(self, seconds: float) -> bool:
+        """Wait until data arrives or the connection closes; False after ``seconds``."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._data = waiter
+        try:
+            return await wait_for_wake(waiter, seconds)
+        finally:
+            self._data = None
+
+    async def _request(self) -> tuple[h11.Request, bytes] | None:
+        """The next request and its whole body; None when the client is done."""
+        limits = self.limits
+        loop = asyncio.get_running_loop()
+        while True:
+            event = self.h11.next_event()
+            if isinstance(event, h11.Request):
+                self._head_started = None
+                return await self._whole(event)
+            if isinstance(event, h11.ConnectionClosed) or self.closed:
+                return None
+            if event is not h11.NEED_DATA:
+                raise _Refused(400, f"unexpected {type(event).__name__} before a request")
+            started = self._head_started
+            if started is None:
+                wait = limits.idle_timeout
+            else:
+                wait = min(limits.read_timeout, started + limits.head_timeout - loop.time())
+            if not await self._wait(wait):
+                if started is not None:
+                    raise _Refused(408, "the request head did not arrive in time")
+                return None  # an idle kept-alive connection
+
+    async def _whole(self, request: h11.Request) -> tuple[h11.Request, bytes]:
+        """The body of ``request``, once the head passed this server's rules."""
+        limits = self.limits
+        if not request.target.startswith(b"/"):
+            raise _Refused(
+                400,
+                f"the target {request.target[:80].decode('latin-1')!r}: only origin-form "
+                "targets (/path?query) are taken",
+            )
+        if _head_size(request) > limits.max_head:
+            raise _Refused(431, f"a request head over {limits.max_head} bytes")
+        length: int | None = None
+        chunked = False
+        for name, value in request.headers:
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"transfer-encoding":
+                chunked = True
+        if chunked and length is not None:
+            raise _Refused(400, "both content-length and transfer-encoding")
+        if length is not None and length > limits.max_body:
+            raise _Refused(413, f"a request body over {limits.max_body} bytes")
+        body = bytearray()
+        while True:
+            event = self.h11.next_event()
+            if isinstance(event, h11.Data):
+                body += event.data
+                if len(body) > limits.max_body:
+                    raise _Refused(413, f"a request body over {limits.max_body} bytes")
+            elif isinstance(event, h11.EndOfMessage):
+                return request, bytes(body)
+            elif event is h11.NEED_DATA and not self.closed:
+                if self.h11.they_are_waiting_for_100_continue:
+                    self._write(
+                        self.h11.send(h11.InformationalResponse(status_code=100, headers=[]))
+                    )
+                if not await self._wait(limits.read_timeout):
+                    raise _Refused(408, "the request body did not arrive in time")
+            else:
+                raise _Refused(400, "the request ended before its body")
+
+    async def _answer(self, request: h11.Request, body: bytes) -> bool:
+        """Run the app on one request; whether the connection can take another."""
+        exchange = _Exchange(self, request, body)
+        self.busy = True
+        try:
+            await self.server.app(exchange.scope(), exchange.receive, exchange.send)
+        except ClientGone:
+            return False
+        except Exception:
+            log.exception("the recording proxy failed on %r", request.target[:200])
+            if not exchange.started:
+                self._refuse(500, "the recording proxy failed; its log says why")
+            return False
+        finally:
+            self.busy = False
+        if not exchange.complete:
+            return False  # the answer broke off: the client sees it end
+        return (
+            not self.closed and self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
+        )
+
+    # --- writing ------------------------------------------------------------------
+
+    def _refuse(self, status: int, reason: str) -> None:
+        """Answer ``status`` with ``reason`` as plain text, if nothing was answered yet."""
+        if self.closed or self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+            return
+        text = f"{_phrase(status).decode()}: {reason}".encode()
+        headers = [
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", str(len(text)).encode("ascii")),
+            (b"connection", b"close"),
+        ]
+        with contextlib.suppress(h11.LocalProtocolError):
+            self._write(
+                self.h11.send(
+                    h11.Response(status_code=status, headers=headers, reason=_phrase(status))
+                )
+                + (self.h11.send(h11.Data(data=text)) or b"")
+                + (self.h11.send(h11.EndOfMessage()) or b"")
+            )
+
+    def _write(self, data: bytes | None) -> None:
+        if data and not self.closed and self.transport is not None:
+            self.transport.write(data)
+
+    async def drain(self) -> None:
+        """Wait until the transport holds nothing back (its write buffer limit is 0, so a
+        write the kernel did not take whole pauses writing); ``ClientGone`` if the
+        connection is lost meanwhile or was before."""
+        while self._paused_writing and not self.closed:
+            self._drained = asyncio.get_running_loop().create_future()
+            await self._drained
+        if self.closed:
+            raise ClientGone("the client closed the connection")
+
+    async def disconnected(self) -> None:
+        if not self.closed:
+            if self._gone is None:
+                self._gone = asyncio.get_running_loop().create_future()
+            await self._gone
 
     def close(self) -> None:
         self.closed = True
@@ -211,81 +335,17 @@ class _Connection(asyncio.Protocol):
         if not self.busy:
             self.close()
 
-    def _next(self) -> None:
-        """Start on the next request if the buffer holds all of it."""
-        if self.closed or self.state.stopping:
-            return
-        buffer = self.buffer
-        try:
-            if self.request is None:
-                end = buffer.find(b"\r\n\r\n")
-                if end < 0:
-                    if len(buffer) > MAX_HEAD:
-                        raise _BadRequest("a request head over 64 KiB")
-                    return
-                self.request = _Request(bytes(buffer[:end]), end + 4)
-            request = self.request
-            got = request.body(buffer)
-        except _BadRequest as exc:
-            self._refuse(str(exc))
-            return
-        if got is None:
-            if not request.continue_sent and request.expects_continue():
-                request.continue_sent = True
-                self.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-            return
-        body, end = got
-        del buffer[:end]
-        self.request = None
-        self.busy = True
-        task = asyncio.get_running_loop().create_task(_Exchange(self, request, body).run())
-        self.state.tasks.add(task)
-        task.add_done_callback(self.state.tasks.discard)
-
-    def done(self, keep_alive: bool) -> None:
-        """The answer went out: read the next request, or close."""
-        self.busy = False
-        if not keep_alive or self.state.stopping:
-            self.close()
-        elif self.buffer:
-            self._next()
-
-    def _refuse(self, reason: str) -> None:
-        body = f"Bad Request: {reason}".encode()
-        self.write(
-            b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n"
-            b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
-        )
-        self.close()
-
-    def write(self, data: bytes) -> None:
-        if not self.closed and self.transport is not None:
-            self.transport.write(data)
-
-    async def drain(self) -> None:
-        if self.paused and not self.closed:
-            self._drained = asyncio.get_running_loop().create_future()
-            await self._drained
-
-    async def disconnected(self) -> None:
-        if not self.closed:
-            if self._disconnected is None:
-                self._disconnected = asyncio.get_running_loop().create_future()
-            await self._disconnected
-
 
 class _Exchange:
-    """One request handed to the ASGI app, and the answer it sends written out."""
+    """One request handed to the ASGI app, and the answer it sends given to h11."""
 
-    def __init__(self, connection: _Connection, request: _Request, body: bytes) -> None:
+    def __init__(self, connection: _Connection, request: h11.Request, body: bytes) -> None:
         self.connection = connection
         self.request = request
         self.body: bytes | None = body
         self.started = False
         self.complete = False
-        self.pending: list[bytes] | None = None  # the head's lines, until written
-        self.framing = "chunked"  # or "length", "close" (HTTP/1.0), "none" (HEAD, 204...)
-        self.keep_alive = request.keep_alive
+        self._head: h11.Response | None = None  # until written with the first body piece
 
     def scope(self) -> Message:
         raw_path, _, query = self.request.target.partition(b"?")
@@ -293,34 +353,17 @@ class _Exchange:
         return {
             "type": "http",
             "asgi": {"version": "3.0", "spec_version": "2.3"},
-            "http_version": self.request.version[5:].decode("ascii"),
-            "server": connection.state.server,
+            "http_version": self.request.http_version.decode("ascii"),
+            "server": connection.server.address,
             "client": connection.client,
             "scheme": "http",
-            "method": self.request.method,
+            "method": self.request.method.decode("ascii"),
             "root_path": "",
-            "path": unquote(raw_path.decode("latin-1")),
+            "path": raw_path.decode("latin-1"),
             "raw_path": raw_path,
             "query_string": query,
-            "headers": self.request.headers,
+            "headers": list(self.request.headers),
         }
-
-    async def run(self) -> None:
-        try:
-            await self.connection.state.app(self.scope(), self.receive, self.send)
-        except Exception:
-            log.exception("the recording proxy failed on %r", self.request.target[:200])
-            if not self.started:
-                self.complete, self.keep_alive = True, False
-                self.connection.write(
-                    b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\n"
-                    b"connection: close\r\ncontent-length: 21\r\n\r\nInternal Server Error"
-                )
-        finally:
-            if not self.complete:
-                self.keep_alive = False  # the answer broke off: the client sees it end
-                self._write_head()
-            self.connection.done(self.keep_alive)
 
     async def receive(self) -> Message:
         body, self.body = self.body, None
@@ -330,93 +373,80 @@ class _Exchange:
         return {"type": "http.disconnect"}
 
     async def send(self, message: Message) -> None:
+        connection = self.connection
+        if connection.closed:
+            raise ClientGone("the client closed the connection")
         kind = message["type"]
         if kind == "http.response.start" and not self.started:
             self.started = True
-            self._start(int(message["status"]), message.get("headers") or [])
+            status = int(message["status"])
+            headers = [
+                (k, v)
+                for k, v in message.get("headers") or []
+                if k.lower() not in (b"transfer-encoding", b"connection")
+            ]
+            if connection.server.stopping:
+                headers.append((b"connection", b"close"))
+            self._head = h11.Response(status_code=status, headers=headers, reason=_phrase(status))
             asyncio.get_running_loop().call_soon(self._write_head)
         elif kind == "http.response.body" and self.started and not self.complete:
-            self._body(message.get("body", b""), bool(message.get("more_body", False)))
-            if self.connection.paused:
-                await self.connection.drain()
+            more = bool(message.get("more_body", False))
+            self._body(bytes(message.get("body", b"")), more)
+            await connection.drain()
         else:
             raise RuntimeError(f"unexpected ASGI message {kind!r} at this point of the answer")
 
-    def _start(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
-        lines = [b"HTTP/1.1 %d %s\r\n" % (status, _reason(status))]
-        for name, value in headers:
-            lower = name.lower()
-            if lower == b"content-length":
-                self.framing = "length"
-            elif lower in (b"transfer-encoding", b"connection"):
-                continue  # this server frames the body and says whether it closes
-            lines += (name, b": ", value, b"\r\n")
-        if self.request.method == "HEAD" or status < 200 or status in _NO_BODY_STATUS:
-            self.framing = "none"
-        elif self.framing == "chunked" and self.request.version != b"HTTP/1.1":
-            self.framing, self.keep_alive = "close", False
-        self.pending = lines
-
-    def _head(self, lines: list[bytes]) -> bytes:
-        if self.framing == "chunked":
-            lines.append(b"transfer-encoding: chunked\r\n")
-        if not self.keep_alive or self.connection.state.stopping:
-            self.keep_alive = False
-            lines.append(b"connection: close\r\n")
-        lines.append(b"\r\n")
-        return b"".join(lines)
-
     def _write_head(self) -> None:
-        """The head on its own: the app has not sent the first body piece this turn."""
-        lines, self.pending = self.pending, None
-        if lines is not None:
-            self.connection.write(self._head(lines))
+        """The head on its own: the app did not send a body piece in the same turn."""
+        head, self._head = self._head, None
+        if head is not None and not self.connection.closed:
+            self.connection._write(self.connection.h11.send(head))
 
     def _body(self, body: bytes, more: bool) -> None:
-        out: list[bytes] = []
-        lines, self.pending = self.pending, None
-        if lines is not None:
-            if not more and self.framing == "chunked":  # all of it in one piece
-                self.framing = "length"
-                lines.append(b"content-length: %d\r\n" % len(body))
-            out.append(self._head(lines))
-        if self.framing == "chunked":
-            if body:
-                out += (b"%x\r\n" % len(body), body, b"\r\n")
-            if not more:
-                out.append(b"0\r\n\r\n")
-        elif self.framing != "none" and body:
-            out.append(body)
+        h = self.connection.h11
+        out = b""
+        head, self._head = self._head, None
+        if head is not None:
+            if not more and not any(k.lower() == b"content-length" for k, _ in head.headers):
+                head = h11.Response(
+                    status_code=head.status_code,
+                    headers=[*head.headers.raw_items(), (b"content-length", b"%d" % len(body))],
+                    reason=head.reason,
+                )
+            out += h.send(head) or b""
+        if body and h.our_state is h11.SEND_BODY:
+            out += h.send(h11.Data(data=body)) or b""
         if not more:
+            out += h.send(h11.EndOfMessage()) or b""
             self.complete = True
-            if self.framing == "close":
-                self.keep_alive = False
-        if out:
-            self.connection.write(out[0] if len(out) == 1 else b"".join(out))
+        self.connection._write(out)
 
 
-async def serve(app: ASGIApp, sock: socket.socket, stop: asyncio.Event) -> None:
+async def serve(
+    app: ASGIApp, sock: socket.socket, stop: asyncio.Event, limits: Limits | None = None
+) -> None:
     """Serve ``app`` on the listening ``sock`` until ``stop`` is set, then stop accepting,
     close idle connections and finish the requests in flight (``GRACE_SECONDS`` at most)."""
-    state = _State(app, sock)
+    server = _Server(app, sock, limits or Limits())
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: _Connection(state), sock=sock, backlog=128)
+    listening = await loop.create_server(lambda: _Connection(server), sock=sock, backlog=128)
     try:
         await stop.wait()
     finally:
-        state.stopping = True
-        server.close()
-        for connection in list(state.connections):
+        server.stopping = True
+        listening.close()
+        for connection in list(server.connections):
             connection.close_if_idle()
-        if state.tasks:
-            _, late = await asyncio.wait(set(state.tasks), timeout=GRACE_SECONDS)
+        tasks = {c.task for c in server.connections if c.task is not None and not c.task.done()}
+        if tasks:
+            _, late = await asyncio.wait(tasks, timeout=GRACE_SECONDS)
             for task in late:
                 task.cancel()
-        for connection in list(state.connections):
+        for connection in list(server.connections):
             connection.close()
 
 
-def run_foreground(app: ASGIApp, sock: socket.socket) -> None:
+def run_foreground(app: ASGIApp, sock: socket.socket, limits: Limits | None = None) -> None:
     """Serve ``app`` on ``sock`` until Ctrl-C or SIGTERM; the signal handlers there before
     are there again after."""
 
@@ -432,7 +462,7 @@ def run_foreground(app: ASGIApp, sock: socket.socket) -> None:
                 continue  # no signal handlers here: Ctrl-C raises KeyboardInterrupt
             installed.append((signum, before))
         try:
-            await serve(app, sock, stop)
+            await serve(app, sock, stop, limits)
         finally:
             for signum, before in installed:
                 loop.remove_signal_handler(signum)
@@ -448,9 +478,17 @@ def run_foreground(app: ASGIApp, sock: socket.socket) -> None:
 class ServedProxy:
     """``app`` served on a background thread on the listening ``sock``."""
 
-    def __init__(self, app: ASGIApp, sock: socket.socket, *, name: str = "proxy") -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        sock: socket.socket,
+        *,
+        name: str = "proxy",
+        limits: Limits | None = None,
+    ) -> None:
         self.app = app
         self.sock = sock
+        self.limits = limits
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._ready = threading.Event()
@@ -462,7 +500,7 @@ class ServedProxy:
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
             self._loop.call_soon(self._ready.set)
-            await serve(self.app, self.sock, self._stop)
+            await serve(self.app, self.sock, self._stop, self.limits)
 
         try:
             asyncio.run(main())

@@ -162,7 +162,7 @@ def mount_control(api: FastAPI) -> None:
         body = await _object(request)
         method = body.string("method", required=True, min_len=1)
         path = body.string("path", required=True, min_len=1)
-        status = body.integer("status", minimum=100, maximum=599)
+        status = body.integer("status", minimum=200, maximum=599)
         delay = body.obj.get("delay")
         if delay is not None and (isinstance(delay, bool) or not isinstance(delay, int | float)):
             body.issues.add(

@@ -70,8 +70,11 @@ class Faults:
             raise ValueError("a fault needs at least one of status=, delay= or drop=True")
         if status is not None and drop:
             raise ValueError("a fault cannot both answer with a status and drop the connection")
-        if status is not None and (isinstance(status, bool) or not 100 <= status <= 599):
-            raise ValueError(f"status must be an HTTP status code (100-599), got {status!r}")
+        if status is not None and (isinstance(status, bool) or not 200 <= status <= 599):
+            raise ValueError(
+                f"status must be a final HTTP status code (200-599; a 1xx is no answer), "
+                f"got {status!r}"
+            )
         if delay is not None and not delay >= 0:
             raise ValueError(f"delay must be a number of seconds >= 0, got {delay!r}")
         if times is not None and (isinstance(times, bool) or times < 1):
