@@ -27,6 +27,19 @@ class Handler(Protocol):
     ) -> Answer: ...
 
 
+async def read_body(receive: Receive) -> bytes | None:
+    """A request's whole body from its ``http.request`` messages; None if the client went
+    away first."""
+    body = bytearray()
+    while True:
+        event = await receive()
+        if event["type"] == "http.disconnect":
+            return None
+        body += event.get("body", b"")
+        if not event.get("more_body", False):
+            return bytes(body)
+
+
 def asgi_app(engine: Handler) -> ASGIApp:
     """An ASGI app answering every HTTP request through ``engine``, one SSE event a chunk."""
 
@@ -41,17 +54,12 @@ def asgi_app(engine: Handler) -> ASGIApp:
                     return
         if scope["type"] != "http":
             return
-        body = bytearray()
-        while True:
-            event = await receive()
-            if event["type"] == "http.disconnect":
-                return
-            body += event.get("body", b"")
-            if not event.get("more_body", False):
-                break
+        body = await read_body(receive)
+        if body is None:
+            return
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
         query = scope.get("query_string", b"").decode("latin-1")
-        answer = engine.handle(scope["method"], scope["path"], query, headers, bytes(body))
+        answer = engine.handle(scope["method"], scope["path"], query, headers, body)
         await send(
             {
                 "type": "http.response.start",

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 import httpx2
 
-from fake_anthropic.http.asgi import Receive, Scope, Send
+from fake_anthropic.http import Receive, Scope, Send, read_body
 from fake_anthropic.record.answers import (
     HOP_BY_HOP,
     HOP_BY_HOP_BYTES,
@@ -205,18 +205,13 @@ class RecordingProxy:
             return
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
-        raw = bytearray()
-        while True:
-            event = await receive()
-            if event["type"] == "http.disconnect":
-                return
-            raw += event.get("body", b"")
-            if not event.get("more_body", False):
-                break
+        raw = await read_body(receive)
+        if raw is None:
+            return
         with self._settled:
             self._pending += 1
         try:
-            await self._forward(scope, bytes(raw), send)
+            await self._forward(scope, raw, send)
         finally:
             with self._settled:
                 self._pending -= 1
