@@ -470,3 +470,315 @@ def read_keys(obj: Mapping[str, Any]) -> tuple[list[tuple[int, str | None, Any]]
     ident, ext, meta = names["id"], names["external_id"], names["metadata"]
     rows = [(int(row[ident]), row.get(ext), row.get(meta)) for row in obj["items"]]
     return rows, int(obj["total"])
+
+
+# --- The MCP surface --------------------------------------------------------------------------
+# [public] ContextQ is an HTTP-based MCP server first: coding agents connect to it as an MCP
+# tool and discover its tools. [seed] Each tool maps onto one REST call (mcp/src/tools.ts),
+# configured by CONTEXT_API_URL / CONTEXT_API_KEY, so every REST rule (scopes, the quota, the
+# unique external id, the search type enum, the silent workspace fallback) holds through it.
+
+MCP_PATH: Final = "/mcp"  # [assumed] streamable HTTP at this path of the API's origin
+MCP_SERVER_NAME: Final = "contextq"  # [assumed] the name the server reports and clients use
+MCP_API_URL_ENV: Final = "CONTEXT_API_URL"  # [seed]
+MCP_API_KEY_ENV: Final = "CONTEXT_API_KEY"  # [seed]
+MCP_DEFAULT_API_URL: Final = "http://localhost:38200"  # [assumed] the dev stack's API port
+# [assumed] ctx_save needs only content (public); REST needs a type and a title, so the
+# server fills them: this type, and the content's first non-blank line cut to this length.
+MCP_SAVE_DEFAULT_TYPE: Final = "reference"
+MCP_SAVE_TITLE_CHARS: Final = 80
+MCP_UNTITLED: Final = "Untitled"
+# [assumed] a stateless server that answers each POST with one JSON body (no SSE stream),
+# as an API-key-authenticated TypeScript server built on the SDK's transport usually is.
+MCP_STATELESS: Final = True
+
+
+def mcp_save_title(content: str) -> str:
+    """[assumed] The title ``ctx_save`` gives a context when the caller names none."""
+    for line in content.splitlines():
+        if line.strip():
+            return line.strip()[:MCP_SAVE_TITLE_CHARS]
+    return MCP_UNTITLED
+
+
+def mcp_error_text(status: int, body: Mapping[str, Any]) -> str:
+    """[assumed] The text of a tool error: the REST status, code, message and each
+    validation issue, so a model (and a person reading a transcript) sees exactly what
+    ContextQ refused and why."""
+    text = f"ContextQ {status} {body.get('error', 'error')}: {body.get('message', '')}".rstrip()
+    issues = body.get("issues")
+    if isinstance(issues, list) and issues:
+        shown = [
+            f"{i.get('path') or '(body)'}: {i.get('message', '')}"
+            for i in issues
+            if isinstance(i, Mapping)
+        ]
+        text += " (" + "; ".join(shown) + ")"
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class McpTool:
+    """One MCP tool: the REST route it maps onto (and so the scope it needs), what the
+    server tells a model about it, its JSON Schema, and where the schema comes from."""
+
+    name: str
+    route: Route
+    description: str
+    input_schema: Mapping[str, Any]
+    provenance: str  # "public", "seed" or "assumed": the tool's parameters, as documented
+
+    @property
+    def scope(self) -> str:
+        return self.route.scope
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return tuple(self.input_schema.get("required", ()))
+
+
+def _object(properties: Mapping[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": dict(properties)}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+_STR: Final = {"type": "string"}
+_TAGS: Final = {"type": "array", "items": {"type": "string"}, "maxItems": MAX_TAGS}
+_META: Final = {"type": "object"}
+_ID: Final = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
+_WORKSPACE: Final = {"type": "string", "description": "workspace slug"}
+_CONTEXT_FIELDS: Final = {
+    "type": {"type": "string", "enum": list(CONTEXT_TYPES)},  # [seed] the 9 types
+    "title": _STR,
+    "content": _STR,
+    "tags": _TAGS,
+    "metadata": _META,
+    "workspace": _WORKSPACE,
+    "externalId": {"type": "string", "description": "unique per tenant"},
+}
+
+
+class McpTools:
+    """[public] the names of the Core CRUD tools and ``ctx_stats``; [public] the parameters
+    of ``ctx_save``, ``ctx_search`` and ``ctx_list``; [seed] the 9-type enum on save, the
+    6-type enum on search, the agent tools; [assumed] every other parameter and shape."""
+
+    CTX_SAVE: Final = McpTool(
+        "ctx_save",
+        Routes.CREATE_CONTEXT,
+        "Save a context (a note, a decision, a fact) to the shared context database.",
+        _object(_CONTEXT_FIELDS, ["content"]),
+        "public",
+    )
+    CTX_SEARCH: Final = McpTool(
+        "ctx_search",
+        Routes.SEARCH,
+        "Search saved contexts by meaning and keywords, best match first.",
+        _object(
+            {
+                "query": _STR,
+                "tags": _TAGS,
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": SEARCH_MAX_LIMIT,
+                    "default": SEARCH_DEFAULT_LIMIT,  # [public] default 10
+                },
+                "type": {"type": "string", "enum": list(SEARCH_TYPES)},  # [seed] only 6
+                "workspace": _WORKSPACE,
+            },
+            ["query"],
+        ),
+        "public",
+    )
+    CTX_LIST: Final = McpTool(
+        "ctx_list",
+        Routes.LIST_CONTEXTS,
+        "List saved contexts, newest first, filtered by tags, type or workspace.",
+        _object(
+            {
+                "tags": _TAGS,  # [public] a tags filter; [assumed] every tag must be carried
+                "type": {"type": "string", "enum": list(CONTEXT_TYPES)},
+                "workspace": _WORKSPACE,
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": LIST_MAX_LIMIT,
+                    "default": LIST_DEFAULT_LIMIT,
+                },
+                "offset": {"type": "integer", "minimum": 0, "default": 0},
+            }
+        ),
+        "public",
+    )
+    CTX_GET: Final = McpTool(
+        "ctx_get",
+        Routes.GET_CONTEXT,
+        "Read one context by its id, or by its external id.",
+        _object({"id": _ID, "externalId": _STR}),
+        "assumed",
+    )
+    CTX_UPDATE: Final = McpTool(
+        "ctx_update",
+        Routes.UPDATE_CONTEXT,
+        "Change fields of a context; fields not given keep their value.",
+        _object({"id": _ID, **_CONTEXT_FIELDS}, ["id"]),
+        "assumed",
+    )
+    CTX_DELETE: Final = McpTool(
+        "ctx_delete",
+        Routes.DELETE_CONTEXT,
+        "Delete a context by its id.",
+        _object({"id": _ID}, ["id"]),
+        "assumed",
+    )
+    CTX_BULK_UPDATE: Final = McpTool(
+        "ctx_bulk_update",
+        Routes.BULK_UPSERT,
+        "Create or update many contexts at once; an item with a known externalId updates it.",
+        _object(
+            {
+                "contexts": {
+                    "type": "array",
+                    "items": _object(_CONTEXT_FIELDS, CONTEXT_REQUIRED_ON_CREATE),
+                    "minItems": 1,
+                    "maxItems": BULK_MAX_ITEMS,
+                }
+            },
+            ["contexts"],
+        ),
+        "assumed",
+    )
+    CTX_STATS: Final = McpTool(
+        "ctx_stats",
+        Routes.LIST_CONTEXTS,
+        "Count saved contexts, in all and by type.",
+        _object({"workspace": _WORKSPACE}),
+        "assumed",
+    )
+    AGENT_BOOT: Final = McpTool(
+        "agent_boot",
+        Routes.BOOT,
+        "Start a run with memory: the last session to resume, its handoff, lessons and facts.",
+        _object(
+            {
+                "goal": _STR,
+                "workspace": _WORKSPACE,
+                "token_budget": {"type": "integer", "minimum": 1, "maximum": MAX_TOKEN_BUDGET},
+            },
+            ["goal"],
+        ),
+        "seed",
+    )
+    AGENT_RESUME: Final = McpTool(
+        "agent_resume",
+        Routes.RESUME,
+        "The latest checkpoint of a session and its open tasks, to resume after a crash.",
+        _object({"session_id": _ID}, ["session_id"]),
+        "seed",
+    )
+    AGENT_SESSION_START: Final = McpTool(
+        "agent_session_start",
+        Routes.START_SESSION,
+        "Open an agent session (one run); the workspace must exist.",
+        _object({"workspace": _WORKSPACE, "parent_session_id": _ID, "metadata": _META}),
+        "seed",
+    )
+    AGENT_SESSION_END: Final = McpTool(
+        "agent_session_end",
+        Routes.END_SESSION,
+        "Close an agent session with its outcome.",
+        _object(
+            {
+                "session_id": _ID,
+                "status": {"type": "string", "enum": list(SESSION_END_STATUSES)},
+                "summary": _STR,
+            },
+            ["session_id", "status"],
+        ),
+        "seed",
+    )
+    AGENT_CHECKPOINT: Final = McpTool(
+        "agent_checkpoint",
+        Routes.CHECKPOINT,
+        "Save a session's state; seq must be one more than the last checkpoint's.",
+        _object(
+            {
+                "session_id": _ID,
+                "seq": {"type": "integer", "minimum": 1},
+                "state": _META,
+                "summary": _STR,
+            },
+            ["session_id", "seq", "state"],
+        ),
+        "seed",
+    )
+    AGENT_TASK_UPSERT: Final = McpTool(
+        "agent_task_upsert",
+        Routes.UPSERT_TASK,
+        "Create a task of a session, or update the one with the same key.",
+        _object(
+            {
+                "session_id": _ID,
+                "key": _STR,
+                "title": _STR,
+                "status": {"type": "string", "enum": list(TASK_STATUSES)},
+                "parent_key": _STR,
+                "evidence": _STR,
+            },
+            ["session_id", "key", "title"],
+        ),
+        "seed",
+    )
+    AGENT_TASK_TICK: Final = McpTool(
+        "agent_task_tick",
+        Routes.TICK_TASK,
+        "Mark a task verified; evidence is required.",
+        _object({"task_id": _ID, "evidence": _STR}, ["task_id", "evidence"]),
+        "seed",
+    )
+    AGENT_LESSON_ADD: Final = McpTool(
+        "agent_lesson_add",
+        Routes.ADD_LESSON,
+        "Record a lesson learnt, recalled by later runs' boot.",
+        _object(
+            {"text": _STR, "workspace": _WORKSPACE, "session_id": _ID, "tags": _TAGS}, ["text"]
+        ),
+        "seed",
+    )
+    AGENT_HANDOFF: Final = McpTool(
+        "agent_handoff",
+        Routes.HANDOFF,
+        "Write the handoff of a session for the next run (needs the server's LLM).",
+        _object({"session_id": _ID, "workspace": _WORKSPACE}),
+        "seed",
+    )
+
+
+MCP_TOOLS: Final[tuple[McpTool, ...]] = tuple(
+    v for v in vars(McpTools).values() if isinstance(v, McpTool)
+)
+# [public] tools the real server has that this project does not model: a fake advertises
+# none of them, and the README lists them as not faked.
+MCP_TOOLS_NOT_FAKED: Final = (
+    "ctx_import",
+    "ctx_dream",
+    "ctx_link",
+    "ctx_links",
+    "ctx_evolve",
+    "ctx_chunks",
+    "ctx_mocs",
+    "ctx_regenerate_mocs",
+    "ctx_saved_searches_*",
+    "ctx_run_saved_search",
+    "ctx_ingest",
+    "ctx_ingest_status",
+    "ctx_event*",
+)
+
+
+def mcp_tool(name: str) -> McpTool | None:
+    """The tool of that name, or None."""
+    return next((t for t in MCP_TOOLS if t.name == name), None)

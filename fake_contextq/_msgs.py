@@ -139,3 +139,14 @@ PG_WRITE_LOCK = (
 PG_TABLE_LOCK = "a row or table lock in schema {schema!r} of database {database!r}"
 SQLITE_LOCK = "the write lock of the SQLite database {path!r}"
 POOL_LOCK = "one of the {size} database connections of this fake, all in use"
+
+# The MCP surface: protocol errors (JSON-RPC "invalid params") and tool errors of the bridge
+MCP_UNKNOWN_TOOL = "Unknown tool {name!r}; this server has: {names}."
+MCP_BAD_ARGUMENTS = "Invalid arguments for tool {name}: {where}: {problem}"
+MCP_GET_NEEDS_ONE = "Invalid arguments for tool ctx_get: give exactly one of 'id' and 'externalId'."
+MCP_UNREACHABLE = "ContextQ could not be reached at {url}: {reason}"
+MCP_NOT_JSON = "ContextQ answered {status} with a body that is not JSON."
+MCP_NO_KEY_ENV = (
+    "fake-contextq mcp: set CONTEXT_API_KEY to a ContextQ API key (and CONTEXT_API_URL to its "
+    "base URL; default {url})"
+)

@@ -25,6 +25,8 @@ from fake_contextq.stores.memory import MemoryStore
 from fake_server import ServedApp
 
 if TYPE_CHECKING:
+    from mcp.server import Server
+
     from fake_contextq.stores.sql import SqlStore
 
 TenantRef = Tenant | int
@@ -173,6 +175,22 @@ class FakeContextQ:
         """The API plus the ``/_fake/`` control routes, guarded by ``token``."""
         return create_app(self.backend, self.journal, self.faults, control_token=token)
 
+    def mcp_server(self, api_key: str) -> Server[Any]:
+        """ContextQ's MCP server, every call made with ``api_key`` through this fake's REST
+        API in-process: ``mcp.Client(fake.mcp_server(key))`` connects with no socket."""
+        from fake_contextq.mcp import Rest, bound_server
+
+        # an in-process client holds no connection, so there is nothing to close later
+        return bound_server(Rest(self.async_client(), wire.authorization(api_key)))
+
+    def served_app(self, *, control_token: str | None = None, host: str = "127.0.0.1") -> ASGIApp:
+        """What ``serve`` serves: the REST API (and the control routes, with a token) with
+        ContextQ's MCP endpoint at ``/mcp``. It needs the ASGI lifespan protocol."""
+        from fake_contextq.mcp import McpEndpoint
+
+        rest = self.app if control_token is None else self.control_app(control_token)
+        return McpEndpoint(rest, self.backend, host=host)
+
     def serve(
         self,
         host: str = "127.0.0.1",
@@ -185,9 +203,14 @@ class FakeContextQ:
 
         Use it as a context manager; it returns once the server accepts connections.
         """
-        app = self.app if control_token is None else self.control_app(control_token)
         served = ServedFake(
-            app, host, port, ready_timeout=ready_timeout, fake=self, control_token=control_token
+            self.served_app(control_token=control_token, host=host),
+            host,
+            port,
+            ready_timeout=ready_timeout,
+            fake=self,
+            control_token=control_token,
+            lifespan=True,
         )
         served.start()
         return served
@@ -234,7 +257,15 @@ class ServedFake(ServedApp):
         ready_timeout: float = 10.0,
         fake: FakeContextQ | None = None,
         control_token: str | None = None,
+        lifespan: bool = False,
     ) -> None:
-        super().__init__(app, host, port, ready_timeout=ready_timeout, name="fake-contextq")
+        super().__init__(
+            app, host, port, ready_timeout=ready_timeout, name="fake-contextq", lifespan=lifespan
+        )
         self.fake = fake
         self.control_token = control_token
+
+    @property
+    def mcp_url(self) -> str:
+        """ContextQ's MCP endpoint (streamable HTTP), authenticated by the same keys."""
+        return self.url + wire.MCP_PATH

@@ -47,9 +47,14 @@ def url_for(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
-def make_server(app: ASGIApp, log_level: str = "warning") -> uvicorn.Server:
-    # lifespan off: the app needs no start-up, and the in-process transports skip it too.
-    config = uvicorn.Config(app, lifespan="off", log_level=log_level, access_log=False)
+def make_server(
+    app: ASGIApp, log_level: str = "warning", *, lifespan: bool = False
+) -> uvicorn.Server:
+    """``lifespan``: the app needs the ASGI lifespan protocol (start-up and shut-down); off
+    by default, since most apps here need none and the in-process transports skip it too."""
+    config = uvicorn.Config(
+        app, lifespan="on" if lifespan else "off", log_level=log_level, access_log=False
+    )
     return uvicorn.Server(config)
 
 
@@ -64,8 +69,10 @@ class ServedApp:
         *,
         ready_timeout: float = 10.0,
         name: str = "fake",
+        lifespan: bool = False,
     ) -> None:
         self.app = app
+        self.lifespan = lifespan
         self.host = host
         self.requested_port = port
         self.ready_timeout = ready_timeout
@@ -87,7 +94,7 @@ class ServedApp:
 
     def start(self) -> None:
         self._sock = bind_socket(self.host, self.requested_port)
-        self._server = make_server(self.app)
+        self._server = make_server(self.app, lifespan=self.lifespan)
         # uvicorn installs signal handlers only on the main thread; a thread has none.
         self._thread = threading.Thread(
             target=self._server.run,
@@ -147,11 +154,13 @@ def stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, _interrupt)
 
 
-def run_foreground(app: ASGIApp, sock: socket.socket, log_level: str = "warning") -> None:
+def run_foreground(
+    app: ASGIApp, sock: socket.socket, log_level: str = "warning", *, lifespan: bool = False
+) -> None:
     """Serve ``app`` on the bound ``sock`` until Ctrl-C or SIGTERM, then close the socket."""
     stop_on_sigterm()
     try:
-        make_server(app, log_level).run(sockets=[sock])
+        make_server(app, log_level, lifespan=lifespan).run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-FAKE_EXTRA = ("fastapi", "starlette", "uvicorn", "sqlalchemy")
+FAKE_EXTRA = ("fastapi", "starlette", "uvicorn", "sqlalchemy", "mcp")
 #: What a production process, or a session that uses none of the fixtures, must not load.
 HEAVY = (
     "anthropic",
@@ -28,6 +28,7 @@ HEAVY = (
     "starlette",
     "uvicorn",
     "sqlalchemy",
+    "mcp",
     "adapter",
     "fake_contextq",
     "fake_anthropic",
@@ -240,7 +241,26 @@ def test_fake_contextq_without_the_fake_extra(tmp_path: Path) -> None:
         _script("fake-contextq"), "serve", "--memory", "--port", "0", env=env, cwd=tmp_path
     )
     line = _one_line_naming(result, "fake")
-    assert re.match(r"fake-contextq: serving needs (fastapi|starlette|uvicorn|sqlalchemy);", line)
+    assert re.match(
+        r"fake-contextq: serving needs (fastapi|starlette|uvicorn|sqlalchemy|mcp);", line
+    )
+
+
+def test_fake_contextq_mcp_without_the_fake_extra(tmp_path: Path) -> None:
+    env = _env_without(tmp_path, ("mcp",))
+    env["CONTEXT_API_KEY"] = "sk_live_" + "a" * 40
+    result = _run(_script("fake-contextq"), "mcp", env=env, cwd=tmp_path)
+    line = _one_line_naming(result, "fake")
+    assert line.startswith("fake-contextq: serving needs mcp;")
+
+
+def test_the_plain_install_requires_neither_mcp_nor_fastapi() -> None:
+    """The production wheel's own requirements: the fakes' stack comes only with extras."""
+    from importlib.metadata import requires
+
+    plain = [r for r in requires("contextq-memory-tool") or [] if "extra ==" not in r]
+    names = {re.split(r"[<>=!~ \[;]", r, maxsplit=1)[0].lower() for r in plain}
+    assert names == {"anthropic", "httpx2"}
 
 
 def test_fake_contextq_on_postgres_without_psycopg(tmp_path: Path) -> None:

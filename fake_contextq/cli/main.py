@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
 import math
 import os
 import sys
@@ -110,6 +111,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
     )
+    commands.add_parser(
+        "mcp",
+        help="ContextQ's MCP server on stdio, bridged to a ContextQ's REST API",
+        description="Serve ContextQ's MCP tools on stdin/stdout, as the real MCP package "
+        "does. Each tool call is a REST call to the ContextQ at $CONTEXT_API_URL "
+        f"(default {wire.MCP_DEFAULT_API_URL}) made with the key in $CONTEXT_API_KEY: a "
+        "served fake, or a real ContextQ.",
+    )
     return parser
 
 
@@ -124,7 +133,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     if given and given[0] in MOVED:
         print(f"fake-contextq: {MOVED[given[0]]}", file=sys.stderr)
         return 2
-    return serve(_parser().parse_args(given))
+    args = _parser().parse_args(given)
+    if args.command == "mcp":
+        return mcp_stdio()
+    return serve(args)
+
+
+def mcp_stdio() -> int:
+    try:
+        from fake_contextq.mcp.stdio import main as stdio_main
+    except ModuleNotFoundError as exc:
+        print(f"fake-contextq: {_missing(exc)}", file=sys.stderr)
+        return 2
+    try:
+        return stdio_main()
+    except SystemExit as exc:
+        print(exc.code, file=sys.stderr)
+        return 2
+
+
+def mcp_client_lines(mcp_url: str, key: str) -> list[str]:
+    """How to point an MCP client at the served fake: a ``claude mcp add`` line and the
+    JSON an MCP client's configuration takes (Cursor's ``mcp.json``, for one)."""
+    name = wire.MCP_SERVER_NAME
+    auth = wire.authorization(key)
+    config = {
+        "mcpServers": {name: {"type": "http", "url": mcp_url, "headers": {"Authorization": auth}}}
+    }
+    return [
+        f"MCP (streamable HTTP): {mcp_url}",
+        f'  claude mcp add --transport http {name} {mcp_url} --header "Authorization: {auth}"',
+        f"  MCP client config: {json.dumps(config)}",
+    ]
 
 
 def _missing(exc: ModuleNotFoundError) -> str:
@@ -257,7 +297,7 @@ def serve(args: argparse.Namespace) -> int:
     admin_key = fake.mint_key(tenant, wire.SCOPES)
     extra_keys = [(scopes, fake.mint_key(tenant, scopes)) for scopes in extra_scopes]
     token = args.control_token or (new_control_token() if args.control else None)
-    app = fake.app if token is None else fake.control_app(token)
+    app = fake.served_app(control_token=token, host=args.host)
 
     try:
         sock = bind_socket(args.host, args.port)
@@ -271,6 +311,7 @@ def serve(args: argparse.Namespace) -> int:
         *(f"workspace {slug!r} {state}" for slug, state in workspaces.items()),
         f"CONTEXT_API_URL={url}",
         f"CONTEXT_API_KEY={admin_key}",
+        *mcp_client_lines(url + wire.MCP_PATH, admin_key),
     ]
     lines += [f"key ({', '.join(scopes) or 'no scopes'}): {key}" for scopes, key in extra_keys]
     if token is not None:
@@ -278,7 +319,7 @@ def serve(args: argparse.Namespace) -> int:
     stop_on_sigterm()  # from here on SIGTERM ends as Ctrl-C does: the closing line, status 0
     try:
         print("\n".join(lines), flush=True)
-        run_foreground(app, sock, args.log_level)
+        run_foreground(app, sock, args.log_level, lifespan=True)
     except KeyboardInterrupt:
         pass  # stopped before uvicorn took the signals over
     finally:

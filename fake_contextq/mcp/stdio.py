@@ -1,0 +1,44 @@
+"""``fake-contextq mcp``: ContextQ's MCP server on stdio, as the real package runs.
+
+It reads ``CONTEXT_API_URL`` and ``CONTEXT_API_KEY`` as that package does and talks to the
+ContextQ there over REST, a served fake or a real ContextQ alike: against a real one it is
+a usable bridge, against the fake every rule of the fake holds.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import anyio
+import httpx2
+from mcp.server.stdio import stdio_server
+
+from adapter import wire
+from fake_contextq import _msgs
+from fake_contextq.mcp.server import bound_server
+from fake_contextq.mcp.tools import Rest
+
+TIMEOUT_SECONDS = 30.0
+
+
+def settings(env: Mapping[str, str]) -> tuple[str, str]:
+    """(base URL, key) from the environment, or SystemExit saying what to set."""
+    url = env.get(wire.MCP_API_URL_ENV) or wire.MCP_DEFAULT_API_URL
+    key = env.get(wire.MCP_API_KEY_ENV, "").strip()
+    if not key:
+        raise SystemExit(_msgs.MCP_NO_KEY_ENV.format(url=wire.MCP_DEFAULT_API_URL))
+    return url.rstrip("/"), key
+
+
+async def serve_stdio(url: str, key: str) -> None:
+    async with httpx2.AsyncClient(base_url=url, timeout=TIMEOUT_SECONDS) as client:
+        server = bound_server(Rest(client, wire.authorization(key)))
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+
+def main(env: Mapping[str, str] | None = None) -> int:
+    url, key = settings(os.environ if env is None else env)
+    anyio.run(serve_stdio, url, key)
+    return 0

@@ -1,0 +1,204 @@
+"""ContextQ's MCP server through its three transports: in-process, streamable HTTP at
+``/mcp`` on every served fake (same keys as REST), and stdio bridged to REST."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import httpx2
+import pytest
+from mcp import StdioServerParameters
+
+from adapter import wire
+from fake_contextq import FakeContextQ, ServedFake, Tenant, _msgs
+from fake_contextq.mcp import McpToolError, SyncMcpClient
+
+
+@pytest.fixture
+def served(fake: FakeContextQ) -> Iterator[ServedFake]:
+    with fake.serve() as running:
+        yield running
+
+
+def test_the_tools_are_the_contracts_and_nothing_unmodelled_is_advertised(
+    fake: FakeContextQ, key: str
+) -> None:
+    with SyncMcpClient(fake.mcp_server(key)) as mcp:
+        tools = {t.name: t for t in mcp.list_tools()}
+    assert list(tools) == [t.name for t in wire.MCP_TOOLS]
+    for contract in wire.MCP_TOOLS:
+        assert tools[contract.name].input_schema == contract.input_schema
+        assert tools[contract.name].description == contract.description
+    assert not set(tools) & set(wire.MCP_TOOLS_NOT_FAKED)
+    save = tools["ctx_save"].input_schema
+    assert save["required"] == ["content"]
+    assert save["properties"]["type"]["enum"] == list(wire.CONTEXT_TYPES)
+    search = tools["ctx_search"].input_schema
+    assert search["properties"]["type"]["enum"] == list(wire.SEARCH_TYPES)
+    assert search["properties"]["limit"]["default"] == 10
+    get, delete = tools["ctx_get"].annotations, tools["ctx_delete"].annotations
+    assert get is not None and get.read_only_hint is True
+    assert delete is not None and delete.destructive_hint is True
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_streamable_http_lists_and_calls_with_the_same_answers_as_rest(
+    fake: FakeContextQ, served: ServedFake, key: str, mode: str
+) -> None:
+    with SyncMcpClient(served.mcp_url, api_key=key, mode=mode) as mcp:
+        assert len(mcp.list_tools()) == len(wire.MCP_TOOLS)
+        saved = mcp.call("ctx_save", {"content": "over http", "tags": ["net"]})
+        assert mcp.call("ctx_get", {"id": saved["id"]}) == saved
+    with httpx2.Client(
+        base_url=served.url, headers={"Authorization": wire.authorization(key)}
+    ) as c:
+        assert c.get(f"/api/contexts/{saved['id']}").json() == saved
+
+
+def test_each_tool_call_is_a_journaled_rest_request_of_the_keys_tenant(
+    fake: FakeContextQ, served: ServedFake, tenant: Tenant, key: str
+) -> None:
+    with SyncMcpClient(served.mcp_url, api_key=key) as mcp:
+        mcp.call("ctx_save", {"content": "x"})
+        with pytest.raises(McpToolError):
+            mcp.call("ctx_get", {"id": 999})
+    rest = [(e.method, e.path, e.status, e.tenant_id) for e in fake.journal]
+    assert rest == [
+        ("POST", "/api/contexts", 201, tenant.id),
+        ("GET", "/api/contexts/999", 404, tenant.id),
+    ]
+
+
+def test_an_injected_fault_on_the_rest_route_reaches_the_mcp_caller(
+    fake: FakeContextQ, served: ServedFake, key: str
+) -> None:
+    fake.faults.inject("POST", "/api/contexts", status=503)
+    with SyncMcpClient(served.mcp_url, api_key=key) as mcp:
+        with pytest.raises(McpToolError) as caught:
+            mcp.call("ctx_save", {"content": "x"})
+        assert caught.value.code == _msgs.INJECTED_FAULT
+        assert caught.value.text.startswith("ContextQ 503 ")
+        assert mcp.call("ctx_save", {"content": "x"})["id"] == 1
+
+
+@pytest.mark.parametrize(
+    ("authorization", "message"),
+    [
+        (None, _msgs.MISSING_AUTH),
+        ("Basic abc", _msgs.NOT_BEARER),
+        ("Bearer sk_live_" + "0" * 40, _msgs.UNKNOWN_KEY),
+    ],
+)
+def test_mcp_without_a_valid_key_is_the_same_401_as_rest(
+    served: ServedFake, authorization: str | None, message: str
+) -> None:
+    headers = {} if authorization is None else {"Authorization": authorization}
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    with httpx2.Client(headers=headers) as c:
+        mcp = c.post(served.mcp_url, json=request)
+        rest = c.get(served.url + "/api/contexts")
+    assert mcp.status_code == rest.status_code == 401
+    assert mcp.json() == rest.json() == wire.error_body(_msgs.UNAUTHORIZED, message)
+
+
+def test_a_revoked_key_is_refused_at_once(
+    fake: FakeContextQ, served: ServedFake, tenant: Tenant
+) -> None:
+    key = fake.mint_key(tenant)
+    with SyncMcpClient(served.mcp_url, api_key=key) as mcp:
+        mcp.call("ctx_list", {})
+    fake.revoke_key(key)
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    with httpx2.Client(headers={"Authorization": wire.authorization(key)}) as c:
+        answer = c.post(served.mcp_url, json=request)
+    assert answer.status_code == 401
+    assert answer.json()["message"] == _msgs.REVOKED_KEY
+
+
+def test_a_foreign_host_header_is_refused_on_loopback(served: ServedFake, key: str) -> None:
+    """DNS rebinding: a page served from another name must not reach the fake's tools."""
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Authorization": wire.authorization(key), "Host": "evil.example:80"}
+    with httpx2.Client() as c:
+        answer = c.post(served.mcp_url, json=request, headers=headers)
+    assert answer.status_code == 421
+
+
+def test_the_fake_can_be_served_twice_in_turn(fake: FakeContextQ, key: str) -> None:
+    for _ in range(2):
+        with fake.serve() as running, SyncMcpClient(running.mcp_url, api_key=key) as mcp:
+            assert mcp.call("ctx_list", {})["total"] == 0
+
+
+def _stdio(env: dict[str, str]) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "fake_contextq.cli", "mcp"], env=env
+    )
+
+
+def test_stdio_bridges_to_a_served_fakes_rest_api(
+    fake: FakeContextQ, served: ServedFake, tenant: Tenant
+) -> None:
+    key = fake.mint_key(tenant, (wire.READ,))
+    env = {**os.environ, wire.MCP_API_URL_ENV: served.url, wire.MCP_API_KEY_ENV: key}
+    fake.create_workspace(tenant, "w")
+    with SyncMcpClient(_stdio(env)) as mcp:
+        assert len(mcp.list_tools()) == len(wire.MCP_TOOLS)
+        assert mcp.call("ctx_list", {})["total"] == 0
+        with pytest.raises(McpToolError) as caught:
+            mcp.call("ctx_save", {"content": "x"})
+    assert caught.value.code == _msgs.SCOPE_DENIED
+    assert [e.path for e in fake.journal] == ["/api/contexts", "/api/contexts"]
+
+
+def test_stdio_against_nothing_listening_is_a_tool_error_naming_the_url() -> None:
+    url = "http://127.0.0.1:9"  # discard port: nothing answers
+    env = {**os.environ, wire.MCP_API_URL_ENV: url, wire.MCP_API_KEY_ENV: "sk_live_" + "a" * 40}
+    with SyncMcpClient(_stdio(env)) as mcp, pytest.raises(McpToolError) as caught:
+        mcp.call("ctx_list", {})
+    assert caught.value.code == "unreachable"
+    assert url in caught.value.text
+
+
+def test_stdio_without_a_key_says_what_to_set() -> None:
+    env = {k: v for k, v in os.environ.items() if k != wire.MCP_API_KEY_ENV}
+    done = subprocess.run(
+        [sys.executable, "-m", "fake_contextq.cli", "mcp"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert "set CONTEXT_API_KEY" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_serve_prints_the_mcp_url_and_ready_to_paste_client_config() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fake_contextq.cli", "serve", "--memory", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline() for _ in range(7)]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    values = dict(line.strip().split("=", 1) for line in lines if line.startswith("CONTEXT_"))
+    url, key = values["CONTEXT_API_URL"], values["CONTEXT_API_KEY"]
+    mcp_url = url + wire.MCP_PATH
+    assert f"MCP (streamable HTTP): {mcp_url}\n" in lines
+    auth = wire.authorization(key)
+    claude = f'claude mcp add --transport http contextq {mcp_url} --header "Authorization: {auth}"'
+    assert any(line.strip() == claude for line in lines)
+    config_line = next(line for line in lines if "MCP client config:" in line)
+    config = json.loads(config_line.split("MCP client config:", 1)[1])
+    server = config["mcpServers"]["contextq"]
+    assert server == {"type": "http", "url": mcp_url, "headers": {"Authorization": auth}}
