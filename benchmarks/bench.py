@@ -49,13 +49,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import sections_fake
+import sections_mcp
 import sections_memory
 import sections_served
 from _registry import Bench, in_order
 from _report import as_json, environment, table
 
 #: The report's order of the section modules.
-SECTION_MODULES = (sections_fake, sections_memory, sections_served)
+SECTION_MODULES = (sections_fake, sections_memory, sections_served, sections_mcp)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

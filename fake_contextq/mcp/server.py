@@ -70,6 +70,11 @@ def tool_listing() -> list[types.Tool]:
     ]
 
 
+def input_schema(name: str) -> Mapping[str, Any] | None:
+    tool = wire.mcp_tool(name)
+    return None if tool is None else tool.input_schema
+
+
 def build_server(rest_for: RestFor) -> Server[Any]:
     """A low-level ``mcp`` server with ContextQ's tools; ``rest_for(ctx)`` is the REST API
     as the caller of that request sees it."""
@@ -98,6 +103,9 @@ def build_server(rest_for: RestFor) -> Server[Any]:
         instructions="ContextQ, a shared context database (a strict fake of it).",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        # the header checks of the 2026-07-28 HTTP path read a tool's schema here instead of
+        # building (and serialising) the whole listing for every call
+        get_tool_input_schema=input_schema,
     )
     server.middleware = []  # a fake emits no telemetry into its host process's set-up
     return server

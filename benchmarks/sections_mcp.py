@@ -1,0 +1,104 @@
+"""ContextQ's MCP surface next to its REST API: a ``ctx_get`` through MCP against the REST
+GET of the same record, in-process and served over a kept-alive connection, every store."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from _http import expect
+from _measure import ameasure_interleaved
+from _postgres import postgres_schema
+from _registry import Bench, Target, section
+
+from fake_contextq import FakeContextQ
+
+RECORD = {"type": "reference", "title": "A record", "content": "read through both surfaces"}
+
+
+def _fakes(bench: Bench, stack: contextlib.ExitStack) -> dict[str, tuple[FakeContextQ, str]]:
+    tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+    fakes = {
+        "memory": FakeContextQ(),
+        "sqlite": FakeContextQ(database_url=f"sqlite:///{tmp / 'mcp.db'}"),
+    }
+    pg_url = stack.enter_context(postgres_schema(bench))
+    if pg_url is not None:
+        fakes["postgres"] = FakeContextQ(database_url=pg_url)
+    made = {}
+    for kind, fake in fakes.items():
+        stack.callback(fake.close)
+        key = fake.mint_key(fake.create_tenant(plan="unlimited"))
+        with fake.client(key) as client:
+            expect(client.post("/api/contexts", json=RECORD), 201)
+        made[kind] = (fake, key)
+    return made
+
+
+async def _pair(
+    bench: Bench, rest: httpx2.AsyncClient, mcp_target: Any, label: str, n: int, warmup: int
+) -> None:
+    from mcp import Client
+
+    async with Client(mcp_target) as mcp:
+        answer = await mcp.call_tool("ctx_get", {"id": 1})
+        if answer.is_error or (answer.structured_content or {}).get("title") != RECORD["title"]:
+            raise RuntimeError(f"{label}: ctx_get answered {answer!r}")
+
+        async def by_rest() -> object:
+            return expect(await rest.get("/api/contexts/1"), 200)
+
+        async def by_mcp() -> object:
+            result = await mcp.call_tool("ctx_get", {"id": 1})
+            if result.is_error:
+                raise RuntimeError(f"{label}: {result.content}")
+            return result
+
+        rest_stats, mcp_stats = await ameasure_interleaved([by_rest, by_mcp], n, warmup)
+    base = f"{label}: REST GET /api/contexts/1"
+    bench.add(base, rest_stats)
+    bench.add(
+        f"{label}: MCP tools/call ctx_get", mcp_stats, baseline=base, target=Target(max_ratio=3.0)
+    )
+
+
+@section("MCP (tools/call ctx_get vs the REST GET of the same record)")
+def bench_mcp(bench: Bench) -> None:
+    """The MCP surface maps each tool onto one REST call, so its cost is the REST call's
+    plus the protocol's framing: the target says the fake must not add more."""
+    from mcp.client.streamable_http import streamable_http_client
+
+    it = bench.iters(full=(400, 40), quick=(80, 10))
+    stack = contextlib.ExitStack()
+    try:
+        fakes = _fakes(bench, stack)
+        gc.freeze()
+
+        async def run() -> None:
+            for kind, (fake, key) in fakes.items():
+                auth = {"Authorization": f"Bearer {key}"}
+                async with fake.async_client(key) as rest:
+                    await _pair(
+                        bench, rest, fake.mcp_server(key), f"{kind}, in-process", it.n, it.warmup
+                    )
+                with fake.serve() as served:
+                    limits = httpx2.Limits(max_connections=1, max_keepalive_connections=1)
+                    async with (
+                        httpx2.AsyncClient(
+                            base_url=served.url, headers=auth, limits=limits
+                        ) as rest,
+                        httpx2.AsyncClient(headers=auth, limits=limits) as http,
+                    ):
+                        target = streamable_http_client(served.mcp_url, http_client=http)
+                        await _pair(bench, rest, target, f"{kind}, served", it.n, it.warmup)
+
+        asyncio.run(run())
+    finally:
+        gc.unfreeze()
+        stack.close()
+    gc.collect()
