@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING
 import anthropic
 import httpx2
 
+from fake_anthropic.connector import McpRoute, SdkConnector
 from fake_anthropic.engine.engine import Answer, Engine, TokenEstimate, estimate_tokens
 from fake_anthropic.http.asgi import ASGIApp, asgi_app
 from fake_anthropic.record import recording as recording
@@ -98,7 +99,8 @@ class ScriptedModel:
     """
 
     def __init__(self, *, token_estimate: TokenEstimate = estimate_tokens) -> None:
-        self._engine: Engine | Replay | Recorder = Engine(token_estimate)
+        self._connector = SdkConnector()
+        self._engine: Engine | Replay | Recorder = Engine(token_estimate, self._connector)
         self._client: anthropic.Anthropic | None = None
         self._async_client: anthropic.AsyncAnthropic | None = None
         self._api_key = API_KEY
@@ -159,6 +161,12 @@ class ScriptedModel:
         or replaying model holds nothing, so this does nothing for it."""
         if isinstance(self._engine, Recorder):
             self._engine.close()
+
+    def route_mcp(self, url: str, server: McpRoute) -> None:
+        """Answer the MCP connector's calls to ``url`` in-process: ``server(token)`` (the
+        request's ``authorization_token``) returns an ``mcp`` server object, for example
+        ``lambda token: fake.mcp_server(token)``. Other URLs are reached over HTTP."""
+        self._connector.route(url, server)
 
     # --- the script ---------------------------------------------------------------
 

@@ -296,11 +296,13 @@ def test_credentials_never_reach_the_file(tmp_path: Path) -> None:
         recorder = ScriptedModel.recorder(path, api_key=KEY, upstream=served.url)
         try:
             said: Any = [{"role": "user", "content": f"my key is {KEY}"}]
-            recorder.client.messages.create(
+            recorder.client.beta.messages.create(
                 model=MODEL,
                 max_tokens=10,
                 messages=said,
-                extra_body={"mcp_servers": mcp},
+                mcp_servers=mcp,
+                tools=[{"type": "mcp_toolset", "mcp_server_name": "x"}],
+                betas=["mcp-client-2025-11-20"],
             )
             bearer = anthropic.Anthropic(
                 auth_token="bearer-secret-0123456789", base_url=recorder.client.base_url

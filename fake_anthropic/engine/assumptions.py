@@ -150,3 +150,30 @@ STREAM_ERROR_STATUSES: Final[dict[str, int]] = {"overloaded_error": 529}
 """The HTTP status of a recorded stream ``error`` event replayed to a request that asks
 for JSON (a stream's error comes with status 200; the docs give no JSON equivalent): the
 error type's usual status, 500 for a type not listed."""
+
+# --- the MCP connector (mcp_servers, mcp_toolset) ----------------------------------------
+
+MCP_BETA: Final = "mcp-client-2025-11-20"
+MCP_BETA_LEGACY: Final = "mcp-client-2025-04-04"
+"""The connector's betas (the SDK's names): the current one configures tools with
+``mcp_toolset`` entries of ``tools``; the older one with ``tool_configuration`` on the
+server definition. ``mcp_servers`` without either is refused as the other beta-gated
+fields are; the messages of every connector refusal are assumed."""
+
+MCP_LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
+"""The API connects to an MCP server from Anthropic's side and requires an https URL. The
+fake connects from the test's machine, so it also accepts ``http://`` for these hosts,
+where a served fake listens; any other ``http://`` URL is refused as the API refuses it."""
+
+MCP_TOOL_USE_ID_PREFIX: Final = "mcptoolu_"
+"""The prefix of a generated ``mcp_tool_use`` id (the API's ids look like this)."""
+
+MCP_UNREACHABLE_STATUS: Final = 400
+"""An MCP server that cannot be reached, refuses the token or fails to list its tools:
+the API answers 400 ``invalid_request_error`` naming the server (assumed; the docs say
+only that the request fails)."""
+
+MCP_PROTOCOL_ERROR_IS_TOOL_ERROR: Final = True
+"""A JSON-RPC error from ``tools/call`` (an unknown tool, arguments of the wrong shape)
+becomes an ``mcp_tool_result`` with ``is_error: true`` holding the error's message, as a
+tool's own error does, so the model can read it and try again."""

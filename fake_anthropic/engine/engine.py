@@ -34,9 +34,11 @@ from typing import Any
 from fake_anthropic.engine import assumptions as assumed
 from fake_anthropic.engine import compaction as compacting
 from fake_anthropic.engine import context_editing as editing
+from fake_anthropic.engine import mcp
 from fake_anthropic.engine import sse as sse
 from fake_anthropic.engine import validation as check
 from fake_anthropic.engine.errors import Refusal, invalid, problem
+from fake_anthropic.engine.mcp import McpConnector, McpOutcome, McpServer, McpUnreachable
 from fake_anthropic.engine.signatures import Signatures
 from fake_anthropic.engine.usage import iteration, usage
 from fake_anthropic.script.records import (
@@ -53,6 +55,7 @@ from fake_anthropic.script.turns import (
     BLOCK_TYPES,
     ApiError,
     Compaction,
+    McpToolUse,
     RedactedThinking,
     ScriptItem,
     ServerToolUse,
@@ -208,8 +211,14 @@ def _thread_of(value: object) -> tuple[ThreadKind | None, str | None]:
 class Engine:
     """The script, the server-held threads, and the record of every exchange."""
 
-    def __init__(self, token_estimate: TokenEstimate = estimate_tokens) -> None:
+    def __init__(
+        self,
+        token_estimate: TokenEstimate = estimate_tokens,
+        connector: McpConnector | None = None,
+    ) -> None:
+        """``connector`` reaches the MCP servers of requests that use the MCP connector."""
         self._estimate = token_estimate
+        self._connector = connector
         self._lock = threading.RLock()
         self._script: list[ScriptItem] = []
         self._played = 0
@@ -409,6 +418,7 @@ class Engine:
         if is_compaction:
             compacting.check_config(body)
         history, tools, system, thread = self._history(draft, body, sent)
+        servers = mcp.check_connector(body, draft.betas, tools)
         if is_compaction:
             compacting.check_conversation(history)
         seen = self._checked_view(body, history, tools, thinking)
@@ -462,7 +472,7 @@ class Engine:
                     draft.index,
                 )
                 turn = self._turn(item, conversation)
-                blocks = leading + self._content(turn, history, tools, body, thinking)
+                blocks = leading + self._content(turn, history, tools, body, thinking, servers)
         counts = usage(measure(seen), self._estimate(json_text(blocks)), blocks, turn.usage)
         if iterations is not None:
             iterations.append(iteration("message", counts))
@@ -642,11 +652,13 @@ class Engine:
         tools: list[Json] | None,
         body: Json,
         thinking: str | None,
+        servers: Sequence[McpServer] = (),
     ) -> list[Json]:
         """The turn's blocks in the API's shape, with ids and signatures made; a turn the
         model could not answer this request with is a problem."""
         where = f"script item {self._played}"
-        declared = [t.get("name") for t in tools or []]
+        declared = [t.get("name") for t in mcp.client_tools(tools)]
+        listings: dict[str, list[str]] = {}
         check_names = all(isinstance(n, str) for n in declared)
         used = set(_tool_names(history))
         blocks: list[Json] = []
@@ -670,6 +682,8 @@ class Engine:
                 else:
                     self._signatures.add_redacted(block.data)
                     blocks.append({"type": "redacted_thinking", "data": block.data})
+            elif isinstance(block, McpToolUse):
+                blocks.extend(self._mcp_blocks(block, servers, listings, used, where))
             elif isinstance(block, ServerToolUse):
                 if check_names and block.name not in declared:
                     raise _problem(
@@ -716,6 +730,70 @@ class Engine:
             if b["type"] == "tool_use":
                 self._thinking_replies[b["id"]] = first in ("thinking", "redacted_thinking")
         return blocks
+
+    def _mcp_blocks(
+        self,
+        block: McpToolUse,
+        servers: Sequence[McpServer],
+        listings: dict[str, list[str]],
+        used: set[str],
+        where: str,
+    ) -> list[Json]:
+        """``mcp_tool_use`` and the ``mcp_tool_result`` of calling the tool on the request's
+        server (or of the recorded result), as the API makes them on its side."""
+        server = next((s for s in servers if s.name == block.server), None)
+        if server is None:
+            raise _problem(
+                f"{where} calls MCP tool {block.name!r} on server {block.server!r}, which the "
+                f"request's mcp_servers do not name (its servers: {[s.name for s in servers]})"
+            )
+        use_id = block.id if block.id is not None else new_id(assumed.MCP_TOOL_USE_ID_PREFIX)
+        if use_id in used:
+            raise _problem(f"{where} reuses tool use id {use_id!r} of this conversation")
+        used.add(use_id)
+        if block.result is not None:
+            is_error, content = block.result[0], [copy.deepcopy(dict(c)) for c in block.result[1]]
+        else:
+            outcome = self._call_mcp(block, server, listings, where)
+            is_error, content = outcome.is_error, outcome.content
+        return [
+            {
+                "type": "mcp_tool_use",
+                "id": use_id,
+                "name": block.name,
+                "server_name": server.name,
+                "input": copy.deepcopy(dict(block.input)),
+            },
+            {
+                "type": "mcp_tool_result",
+                "tool_use_id": use_id,
+                "is_error": is_error,
+                "content": content,
+            },
+        ]
+
+    def _call_mcp(
+        self, block: McpToolUse, server: McpServer, listings: dict[str, list[str]], where: str
+    ) -> McpOutcome:
+        if self._connector is None:
+            raise _problem(f"{where} calls MCP tool {block.name!r}, but no MCP connector is set")
+        try:
+            listed = listings.get(server.name)
+            if listed is None:
+                listed = listings[server.name] = self._connector.list_tools(server)
+            if block.name not in listed:
+                raise _problem(
+                    f"{where} calls MCP tool {block.name!r}, which server {server.name!r} does "
+                    f"not list (its tools: {listed})"
+                )
+            if not server.allows(block.name):
+                raise _problem(
+                    f"{where} calls MCP tool {block.name!r} of server {server.name!r}, which "
+                    "the request's tool configuration disables"
+                )
+            return self._connector.call_tool(server, block.name, block.input)
+        except McpUnreachable as exc:
+            raise mcp.unreachable(server, str(exc)) from None
 
     @staticmethod
     def _check_turn(turn: Turn, blocks: list[Json], body: Json, where: str) -> None:

@@ -2,12 +2,13 @@
 
 The sequence is the documented one: ``message_start`` (the message with empty
 ``content`` and the full usage), a ``ping``, then per block ``content_block_start`` (text
-``""``, tool_use and server_tool_use ``input: {}``, thinking ``""`` with an empty
+``""``, tool_use, server_tool_use and mcp_tool_use ``input: {}``, thinking ``""`` with an empty
 signature, compaction with null content), ``content_block_delta`` pieces (``text_delta``
 then one ``citations_delta`` per citation; ``input_json_delta`` starting with an empty
 piece, whose pieces join into the input's JSON; ``thinking_delta`` pieces then one
 ``signature_delta``; one ``compaction_delta`` with the whole summary), ``content_block_stop``
-(redacted thinking and server tool results arrive whole in their start event); then
+(redacted thinking, server tool results and ``mcp_tool_result`` arrive whole in their
+start event); then
 ``message_delta`` with the stop reason, the cumulative usage and any
 ``context_management``, and ``message_stop``. The SDK skips an event without an
 ``event:`` line, so every event has one.
@@ -37,7 +38,7 @@ def pieces(value: str, size: int = PIECE_CHARS) -> list[str]:
 def _opened_and_deltas(block: Json) -> tuple[Json, list[Json]]:
     """A block's ``content_block_start`` payload and its deltas."""
     kind = block["type"]
-    if kind in ("tool_use", "server_tool_use"):
+    if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
         deltas = [
             {"type": "input_json_delta", "partial_json": piece}
             for piece in ["", *pieces(json.dumps(block["input"], ensure_ascii=False))]

@@ -9,6 +9,8 @@ legitimately changes between runs:
   (``<reply of exchange 3>``);
 - ``cache_control`` anywhere, and the request's ``metadata``, are dropped;
 - ``stream`` is dropped (the replay answers in the form each request asks for);
+- a field named like a credential (an MCP server's ``authorization_token``...) compares
+  as ``[redacted]``, as the recording holds it;
 - string ``content`` (and a string ``system``) is the one text block it stands for;
 - JSON key order never matters (bodies are compared parsed).
 
@@ -23,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 from fake_anthropic.engine import assumptions as assumed
+from fake_anthropic.record.redact import REDACTED, is_credential_field
 
 Json = dict[str, Any]
 MatchMode = Literal["strict", "order"]
@@ -68,6 +71,8 @@ def _walk(value: object, ids: _Ids) -> object:
             continue
         if (key == "id" and value.get("type") in ID_BLOCKS) or key == "tool_use_id":
             out[key] = ids.tool(item)
+        elif is_credential_field(str(key)) and item is not None:
+            out[key] = REDACTED  # the recording holds it redacted; the live request never
         elif key == "content" and "role" in value:
             out[key] = _walk(_as_blocks(item), ids)
         else:

@@ -13,7 +13,10 @@ A script is a list of items:
 
 Blocks are the reply's: ``text`` (with ``citations``), ``tool_use`` (``id`` optional),
 ``thinking`` (``signature`` optional), ``redacted_thinking``, and a ``server_tool_use``
-followed by its result block (``web_search_tool_result``...), as a reply holds them.
+followed by its result block (``web_search_tool_result``...), as a reply holds them; an
+``mcp_tool_use`` (``name``, ``input``, ``server_name``, ``id`` optional) calls that MCP
+server when played, unless its ``mcp_tool_result`` follows it, as a recorded reply holds
+it: then the result is played as it is.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from fake_anthropic.script.turns import (
     ApiError,
     Block,
     Compaction,
+    McpToolUse,
     RedactedThinking,
     ServerToolUse,
     Text,
@@ -39,7 +43,8 @@ from fake_anthropic.script.turns import (
 Json = dict[str, Any]
 TURN_FIELDS = frozenset({"content", "stop_reason", "stop_sequence", "usage"})
 BLOCK_KINDS = (
-    "text, tool_use, thinking, redacted_thinking, and server_tool_use followed by its result"
+    "text, tool_use, thinking, redacted_thinking, server_tool_use followed by its result, "
+    "and mcp_tool_use (with its mcp_tool_result, if recorded)"
 )
 
 
@@ -129,6 +134,16 @@ def _blocks(blocks: list[object], where: str) -> list[Block]:
             out.append(_server_tool(block, result, at))
             j += 2
             continue
+        if block.get("type") == "mcp_tool_use":
+            after = blocks[j + 1] if j + 1 < len(blocks) else None
+            result = (
+                after
+                if isinstance(after, dict) and after.get("type") == "mcp_tool_result"
+                else None
+            )
+            out.append(_mcp_tool(block, result, at))
+            j += 1 if result is None else 2
+            continue
         out.append(_block(block, at))
         j += 1
     return out
@@ -174,3 +189,25 @@ def _server_tool(block: Json, result: object, at: str) -> ServerToolUse:
     if result.get("tool_use_id") not in (None, use_id):
         raise ValueError(f"{at}: the {expected} block answers another tool use id")
     return ServerToolUse(str(name), given, expected, result.get("content"), use_id)
+
+
+def _mcp_tool(block: Json, result: Json | None, at: str) -> McpToolUse:
+    """An ``mcp_tool_use`` block (``name``, ``input``, ``server_name``): called for real when
+    played, or, followed by its ``mcp_tool_result`` block, played as recorded."""
+    name, given, server = block.get("name"), block.get("input", {}), block.get("server_name")
+    if not isinstance(name, str) or not isinstance(server, str) or not isinstance(given, dict):
+        raise ValueError(f"{at}: mcp_tool_use needs a name, a server_name and an input object")
+    use_id = _optional_str(block, "id", at)
+    if result is None:
+        return McpToolUse(name, given, server, use_id)
+    if result.get("tool_use_id") not in (None, use_id):
+        raise ValueError(f"{at}: the mcp_tool_result block answers another tool use id")
+    content = result.get("content", [])
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    if not isinstance(content, list) or not all(isinstance(c, dict) for c in content):
+        raise ValueError(f"{at}: mcp_tool_result content must be a string or a list of blocks")
+    is_error = result.get("is_error", False)
+    if not isinstance(is_error, bool):
+        raise ValueError(f"{at}: mcp_tool_result is_error must be a boolean")
+    return McpToolUse(name, given, server, use_id, (is_error, tuple(content)))

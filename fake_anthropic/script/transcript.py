@@ -16,6 +16,7 @@ from fake_anthropic.script.turns import (
     BLOCK_TYPES,
     ApiError,
     Compaction,
+    McpToolUse,
     RedactedThinking,
     ServerToolUse,
     Text,
@@ -100,6 +101,14 @@ def _block_lines(block: object, calls: _Calls, limit: int | None) -> str:
     if kind == "server_tool_use":
         call = calls.number(block.get("id"))
         return f"server_tool_use {call} {block.get('name')} {_compact(block.get('input'))}"
+    if kind == "mcp_tool_use":
+        call = calls.number(block.get("id"))
+        tool = f"{block.get('server_name')}.{block.get('name')}"
+        return f"mcp_tool_use {call} {tool} {_compact(block.get('input'))}"
+    if kind == "mcp_tool_result":
+        status = "error" if block.get("is_error") is True else "ok"
+        body = _result_body(block.get("content"), limit)
+        return f"mcp_tool_result {calls.known(block.get('tool_use_id'))} {status} {body}"
     if isinstance(kind, str) and kind.endswith("_tool_result") and "tool_use_id" in block:
         content = block.get("content")
         size = f"{len(content)} result(s)" if isinstance(content, list) else _compact(content)
@@ -147,6 +156,8 @@ def _describe_block(block: object) -> str:
         return "redacted_thinking"
     if isinstance(block, ServerToolUse):
         return f"server_tool_use {block.name} {_compact(dict(block.input))[:80]}"
+    if isinstance(block, McpToolUse):
+        return f"mcp_tool_use {block.server}.{block.name} {_compact(dict(block.input))[:80]}"
     return repr(block)
 
 

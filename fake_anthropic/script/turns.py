@@ -62,8 +62,22 @@ class ServerToolUse:
     id: str | None = None
 
 
-Block: TypeAlias = Text | ToolUse | Thinking | RedactedThinking | ServerToolUse
-BLOCK_TYPES = (Text, ToolUse, Thinking, RedactedThinking, ServerToolUse)
+@dataclass(frozen=True)
+class McpToolUse:
+    """A call of tool ``name`` on the request's MCP server ``server``, made by the API on
+    its side: played as an ``mcp_tool_use`` block and the ``mcp_tool_result`` the server
+    answered. ``result`` None means "call the server for real when played"; a recorded
+    ``(is_error, content)`` is played as it is, calling nothing."""
+
+    name: str
+    input: Mapping[str, Any]
+    server: str
+    id: str | None = None
+    result: tuple[bool, tuple[Mapping[str, Any], ...]] | None = None
+
+
+Block: TypeAlias = Text | ToolUse | Thinking | RedactedThinking | ServerToolUse | McpToolUse
+BLOCK_TYPES = (Text, ToolUse, Thinking, RedactedThinking, ServerToolUse, McpToolUse)
 
 STOP_REASONS = frozenset(
     {
@@ -146,8 +160,8 @@ def turn(
     for block in blocks:
         if not isinstance(block, BLOCK_TYPES):
             raise TypeError(
-                "a turn holds text(), tool_use(), thinking(), redacted_thinking() and "
-                f"server_tool_use() blocks, not {block!r}"
+                "a turn holds text(), tool_use(), thinking(), redacted_thinking(), "
+                f"server_tool_use() and mcp_tool_use() blocks, not {block!r}"
             )
     if stop_reason is not None and stop_reason not in STOP_REASONS:
         raise ValueError(f"stop_reason must be one of {sorted(STOP_REASONS)}, not {stop_reason!r}")
@@ -237,6 +251,22 @@ def web_search(
     return server_tool_use("web_search", {"query": query}, found, id=id)
 
 
+def mcp_tool_use(
+    name: str, input: Mapping[str, Any], *, server: str, id: str | None = None
+) -> McpToolUse:
+    """A call of MCP tool ``name`` with ``input`` on the request's ``mcp_servers`` entry
+    named ``server``. When played, the scripted model connects to that server with the
+    entry's ``authorization_token``, checks the tool is listed and enabled, calls it, and
+    answers ``mcp_tool_use`` plus ``mcp_tool_result`` in the same reply, as the API does."""
+    if not isinstance(name, str) or not name:
+        raise TypeError("mcp_tool_use() takes the tool's name, a non-empty str")
+    if not isinstance(server, str) or not server:
+        raise TypeError("mcp_tool_use() takes server=, the name of an mcp_servers entry")
+    if not isinstance(input, Mapping):
+        raise TypeError(f"mcp_tool_use() input must be a mapping, not {type(input).__name__}")
+    return McpToolUse(name, copy.deepcopy(dict(input)), server, id)
+
+
 def compaction(summary: str) -> Compaction:
     """The summary the next compaction request answers with (consumed only by one)."""
     if not isinstance(summary, str) or not summary:
@@ -310,7 +340,8 @@ def check_item(item: object) -> None:
         return
     raise TypeError(
         "script() takes turn(...), blocks (text, tool_use / memory.*, thinking, "
-        "redacted_thinking, server_tool_use), compaction(...), api_error(...), or a function "
+        "redacted_thinking, server_tool_use, mcp_tool_use), compaction(...), api_error(...), "
+        "or a function "
         f"of the conversation returning a turn or a block; got {item!r}"
     )
 
