@@ -67,7 +67,7 @@ class RuleResults:
 
 def _tally(results: RuleResults) -> str:
     parts = []
-    for source in ("assumed", "seed"):
+    for source in ("assumed", "seed", "public"):
         c = results.counts().get(source, {})
         parts.append(
             f"{source}: {c.get(HELD, 0)} held, {c.get(BROKEN, 0)} did not hold, "

@@ -1,6 +1,7 @@
 """The wire contract's rules that a conformance test can observe, each with its source.
 
-``seed`` rules are stated by the documents this project was made from; ``assumed`` rules
+``public`` rules are stated by ContextQ's public pages (its docs site); ``seed`` rules by the
+documents this project was made from; ``assumed`` rules
 are decided here where they are silent (and live in ``fake_contextq/wire.py``). Every
 conformance test names the rules it checks with ``@pytest.mark.contract("id", ...)``; the
 run's summary says, per rule, whether it held on the target.
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-Source = Literal["seed", "assumed"]
+Source = Literal["public", "seed", "assumed"]
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,47 @@ RULES: Final[dict[str, Rule]] = _rules(
     ),
     Rule("agent.handoff-no-llm", "seed", "Handoff is 503 when no LLM provider is configured"),
     Rule("agent.boot-pack", "seed", "Boot assembles resume, handoff, lessons and facts"),
+    # the MCP surface
+    Rule(
+        "mcp.tools",
+        "public",
+        "The MCP server lists the Core CRUD tools ctx_save, ctx_search, ctx_list, ctx_get, "
+        "ctx_update, ctx_delete, ctx_bulk_update, and ctx_stats",
+    ),
+    Rule(
+        "mcp.agent-tools",
+        "seed",
+        "It lists the agent tools agent_boot, agent_resume, agent_session_start, "
+        "agent_session_end, agent_checkpoint, agent_task_upsert, agent_task_tick, "
+        "agent_lesson_add, agent_handoff",
+    ),
+    Rule(
+        "mcp.required-params",
+        "public",
+        "ctx_save requires `content` (with `tags`, `metadata`); ctx_search requires `query` "
+        "(with `tags`, `limit` defaulting to 10)",
+    ),
+    Rule("mcp.save-types", "seed", "ctx_save advertises the same 9 types as create"),
+    Rule(
+        "mcp.search-types",
+        "seed",
+        "ctx_search refuses synthesis, map and moc, as POST /api/search does",
+    ),
+    Rule(
+        "mcp.tool-error",
+        "assumed",
+        "A ContextQ refusal is a tool result with `isError` whose text names the status, "
+        "code and message",
+    ),
+    Rule("mcp.scope-denied", "seed", "A key without `write` cannot save through MCP"),
+    Rule("mcp.quota", "seed", "The free plan's 101st context is refused through MCP too"),
+    Rule(
+        "mcp.same-record",
+        "assumed",
+        "A tool's result is the REST answer's JSON (text and `structuredContent`): a record "
+        "reads the same through MCP and REST",
+    ),
+    Rule("mcp.unknown-key-401", "assumed", "The MCP endpoint refuses an unknown key with 401"),
     # audit
     Rule(
         "audit.one-row-per-write",

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx2
 
 from adapter import ContextQClient, wire
 from contextq_conformance._names import TARGETS
+
+if TYPE_CHECKING:
+    from fake_contextq.mcp import SyncMcpClient
 
 
 class Recorder:
@@ -55,6 +58,7 @@ class Tenant:
 
 class Target(Protocol):
     name: str
+    mcp_url: str | None  # the MCP endpoint over HTTP; None in-process
 
     def tenant(self, plan: str | None = None) -> Tenant: ...
     def client(self, tenant: Tenant, scopes: Iterable[str]) -> Client: ...
@@ -62,6 +66,7 @@ class Target(Protocol):
     def revoke(self, key: str) -> None: ...
     def set_plan(self, tenant: Tenant, plan: str) -> None: ...
     def audit_rows(self, tenant: Tenant) -> int: ...
+    def mcp(self, client: Client) -> SyncMcpClient: ...
     def finish_test(self) -> None: ...
     def close(self) -> None: ...
 
@@ -85,6 +90,8 @@ class FakeTarget:
         self.fake = FakeContextQ()
         self._served = self.fake.serve() if served else None
         self._clients: list[Client] = []
+        self._mcp: list[SyncMcpClient] = []
+        self.mcp_url = None if self._served is None else self._served.mcp_url
 
     def _new_client(self, key: str) -> Client:
         if self._served is not None:
@@ -114,7 +121,19 @@ class FakeTarget:
     def audit_rows(self, tenant: Tenant) -> int:
         return sum(1 for row in self.fake.audit_log() if row.tenant_id == tenant.tenant_id)
 
+    def mcp(self, client: Client) -> SyncMcpClient:
+        """An MCP session with the key of ``client``: in memory, or over ``/mcp``."""
+        from fake_contextq.mcp import SyncMcpClient
+
+        if self._served is not None:
+            session = SyncMcpClient(self._served.mcp_url, api_key=client.key)
+        else:
+            session = SyncMcpClient(self.fake.mcp_server(client.key))
+        self._mcp.append(session.open())
+        return session
+
     def finish_test(self) -> None:
+        _close_sessions(self._mcp)
         for made in self._clients:
             made.http.close()
         self._clients.clear()
@@ -144,6 +163,8 @@ class LiveTarget:
             raise
         self._tenants: list[Any] = []
         self._clients: list[Client] = []
+        self._mcp: list[SyncMcpClient] = []
+        self.mcp_url: str | None = self.stack.config.mcp_endpoint
 
     def tenant(self, plan: str | None = None) -> Tenant:
         made = self.stack.provision(plan)  # its own client is kept for the cleanup
@@ -170,7 +191,17 @@ class LiveTarget:
     def audit_rows(self, tenant: Tenant) -> int:
         return self.stack.audit_rows(tenant.handle)
 
+    def mcp(self, client: Client) -> SyncMcpClient:
+        """An MCP session with the stack's MCP server (``CONTEXTQ_MCP_URL``, else the API's
+        origin + ``/mcp``) and the key of ``client``."""
+        from fake_contextq.mcp import SyncMcpClient
+
+        session = SyncMcpClient(self.stack.config.mcp_endpoint, api_key=client.key)
+        self._mcp.append(session.open())
+        return session
+
     def finish_test(self) -> None:
+        _close_sessions(self._mcp)
         errors = []
         for made in self._tenants:
             try:
@@ -186,6 +217,12 @@ class LiveTarget:
 
     def close(self) -> None:
         self.stack.close()
+
+
+def _close_sessions(sessions: list[SyncMcpClient]) -> None:
+    for session in sessions:
+        session.close()
+    sessions.clear()
 
 
 def live_unreachable() -> str | None:

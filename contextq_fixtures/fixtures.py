@@ -16,6 +16,8 @@ from contextq_fixtures._extra import needs_extra
 from contextq_fixtures._state import FAKE_KEY, marker_options
 
 if TYPE_CHECKING:
+    from mcp.server import Server
+
     from adapter import (
         AsyncContextQClient,
         AsyncContextQMemoryTool,
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
         ContextQMemoryTool,
     )
     from fake_contextq import FakeContextQ, ServedFake, Tenant
+    from fake_contextq.mcp import SyncMcpClient
 
 RETRY_BACKOFF = 0.001  # tests inject faults; retries need not wait
 
@@ -149,6 +152,11 @@ class ContextQServer:
         """``CONTEXT_API_URL`` and ``CONTEXT_API_KEY``, for a subprocess's environment."""
         return {"CONTEXT_API_URL": self.url, "CONTEXT_API_KEY": self.api_key}
 
+    @property
+    def mcp_url(self) -> str:
+        """ContextQ's MCP endpoint on the same server (streamable HTTP, same key)."""
+        return self.served.mcp_url
+
 
 @pytest.fixture
 def contextq_server(fake_contextq: FakeContextQ, contextq_api_key: str) -> Iterator[ContextQServer]:
@@ -158,12 +166,43 @@ def contextq_server(fake_contextq: FakeContextQ, contextq_api_key: str) -> Itera
         yield ContextQServer(served.url, contextq_api_key, fake_contextq, served)
 
 
+@pytest.fixture
+def contextq_mcp_server(fake_contextq: FakeContextQ, contextq_api_key: str) -> Server:
+    """ContextQ's MCP server bound to the test's tenant key, in-process: give it to
+    ``mcp.Client(...)`` in an async test (no socket)."""
+    with needs_extra("contextq_mcp_server"):
+        return fake_contextq.mcp_server(contextq_api_key)
+
+
+@pytest.fixture
+def contextq_mcp(contextq_mcp_server: Server) -> Iterator[SyncMcpClient]:
+    """An MCP client of the fake, in-process, for synchronous tests: ``.call(tool, args)``
+    returns a tool's structured result or raises ``McpToolError`` (``.code``, ``.text``);
+    ``.call_tool`` returns the raw result; ``.list_tools()`` the listing."""
+    with needs_extra("contextq_mcp"):
+        from fake_contextq.mcp import SyncMcpClient
+
+    with SyncMcpClient(contextq_mcp_server) as client:
+        yield client
+
+
+@pytest.fixture
+def contextq_mcp_url(contextq_server: ContextQServer) -> str:
+    """The served fake's MCP URL (``contextq_server.mcp_url``), for MCP clients in other
+    processes and for the scripted model's MCP connector (``authorization_token`` is
+    ``contextq_api_key``)."""
+    return contextq_server.mcp_url
+
+
 __all__ = [
     "ContextQServer",
     "async_contextq_client",
     "async_memory_tool",
     "contextq_api_key",
     "contextq_client",
+    "contextq_mcp",
+    "contextq_mcp_server",
+    "contextq_mcp_url",
     "contextq_server",
     "contextq_tenant",
     "contextq_workspace",

@@ -63,6 +63,14 @@ class LiveConfig:
     docker_host: str | None = None
     reap_after: timedelta = timedelta(hours=1)
     timeout: float = 10.0
+    mcp_url: str | None = None  # CONTEXTQ_MCP_URL; None: the API's origin + /mcp
+
+    @property
+    def mcp_endpoint(self) -> str:
+        """Where the stack's MCP server answers (streamable HTTP)."""
+        from adapter import wire
+
+        return self.mcp_url or self.api_url.rstrip("/") + wire.MCP_PATH
 
     def __repr__(self) -> str:  # the DSN's password, if any, never shows
         return (
@@ -71,7 +79,8 @@ class LiveConfig:
             f"container={self.container!r}, db_user={self.db_user!r}, "
             f"db_name={redact(self.db_name)!r}, "
             f"docker_host={None if self.docker_host is None else redact(self.docker_host)!r}, "
-            f"reap_after={self.reap_after!r}, timeout={self.timeout!r})"
+            f"reap_after={self.reap_after!r}, timeout={self.timeout!r}, "
+            f"mcp_url={None if self.mcp_url is None else redact(self.mcp_url)!r})"
         )
 
     @classmethod
@@ -93,6 +102,7 @@ class LiveConfig:
             db_name=env.get("CONTEXTQ_DB_NAME") or defaults.db_name,
             docker_host=env.get("DOCKER_HOST") or None,
             reap_after=age,
+            mcp_url=env.get("CONTEXTQ_MCP_URL") or None,
         )
 
     def database(self) -> Database:

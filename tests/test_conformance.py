@@ -35,7 +35,7 @@ def report_rows(path: Path) -> dict[str, tuple[str, str]]:
     """rule id -> (source, result) from the Markdown table."""
     rows = {}
     for line in path.read_text().splitlines():
-        match = re.match(r"\| `([^`]+)` \| (seed|assumed) \| \**([a-z ]+?)\** \|", line)
+        match = re.match(r"\| `([^`]+)` \| (public|seed|assumed) \| \**([a-z ]+?)\** \|", line)
         if match:
             rows[match[1]] = (match[2], match[3])
     return rows
@@ -153,6 +153,7 @@ def pytest_configure(config):
 
 
 def test_a_fake_that_breaks_one_rule_fails_exactly_its_tests(tmp_path: Path) -> None:
+    """The rule breaks through both surfaces: the MCP tool is the same REST call."""
     (tmp_path / "broken_search.py").write_text(BROKEN_SEARCH)
     report = tmp_path / "fidelity.md"
     result = conformance(
@@ -161,11 +162,14 @@ def test_a_fake_that_breaks_one_rule_fails_exactly_its_tests(tmp_path: Path) -> 
     )  # fmt: skip
     assert result.returncode == 1, result.stdout[-3000:]
     failed = re.findall(r"^FAILED (\S+)", result.stdout, re.MULTILINE)
-    assert failed == [
-        "contextq_conformance/test_search.py::test_any_other_type_is_a_400[synthesis]"
+    assert sorted(failed) == [
+        "contextq_conformance/test_mcp.py::test_search_refuses_the_three_save_only_types[synthesis]",
+        "contextq_conformance/test_search.py::test_any_other_type_is_a_400[synthesis]",
     ]
     rows = report_rows(report)
     assert rows.pop("search.type-enum") == ("seed", "did not hold")
+    assert rows.pop("mcp.search-types") == ("seed", "did not hold")
+    assert rows.pop("mcp.tool-error") == ("assumed", "did not hold")
     assert {result for _, result in rows.values()} == {"held"}
     assert "DID NOT HOLD [seed] search.type-enum:" in result.stdout
 

@@ -104,9 +104,10 @@ def test_generated_commands_run_without_crashing(command: dict[str, object]) -> 
         assert isinstance(tool.call(command), str)
 
 
-def test_the_readme_example_is_the_downstream_example() -> None:
+@pytest.mark.parametrize("name", ["test_readme_example.py", "test_mcp_example.py"])
+def test_the_readme_examples_are_the_downstream_examples(name: str) -> None:
     readme = (DOWNSTREAM.parent.parent / "README.md").read_text()
-    example = (DOWNSTREAM / "test_readme_example.py").read_text()
+    example = (DOWNSTREAM / name).read_text()
     assert "```python\n" + example + "```" in readme
 
 
