@@ -1,10 +1,10 @@
 """ContextQ's wire contract as this project models it: the one home of every assumed detail.
 
-ContextQ is private; ``shared/contextq-wire.md`` distils what the seed documents
-state about it. Each constant or function below is marked ``[seed]`` (stated by a
-seed) or ``[assumed]`` (decided here). When a real ContextQ disagrees with an
-``[assumed]`` line, this module is the place to correct it; nothing else in the
-project spells these details out again.
+ContextQ is private; its public pages (its docs site) say a little, and three seed
+documents say more. Each constant or function below is marked ``[public]`` (stated by the
+public pages), ``[seed]`` (stated by a seed) or ``[assumed]`` (decided here). When a real
+ContextQ disagrees with an ``[assumed]`` line, this module is the place to correct it;
+nothing else in the project spells these details out again.
 
 This module is a leaf: it imports nothing of this project, so the production client
 reads it without the fake, and the fake (``fake_contextq``) builds on it.
