@@ -12,6 +12,7 @@ time, so ``reap`` can find what a killed run left and take away its keys and use
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
@@ -51,6 +52,20 @@ class CleanupError(RuntimeError):
     """Cleanup could not finish; the message lists every step that failed."""
 
 
+def _digest(key: str) -> str:
+    """How this run remembers a key it minted: never the plaintext itself."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _key_hash_scheme(raw: str) -> str:
+    scheme = raw.strip().lower() or wire.DEFAULT_KEY_HASH
+    if scheme not in wire.KEY_HASH_SCHEMES:
+        raise LiveSetupError(
+            f"{wire.KEY_HASH_ENV} must be one of {', '.join(wire.KEY_HASH_SCHEMES)}, got {raw!r}"
+        )
+    return scheme
+
+
 @dataclass(frozen=True)
 class LiveConfig:
     """Where the dev stack is. ``from_env`` reads the variables the README lists."""
@@ -64,6 +79,7 @@ class LiveConfig:
     reap_after: timedelta = timedelta(hours=1)
     timeout: float = 10.0
     mcp_url: str | None = None  # CONTEXTQ_MCP_URL; None: the API's origin + /mcp
+    key_hash: str = wire.DEFAULT_KEY_HASH  # CONTEXTQ_KEY_HASH: how minted keys are stored
 
     @property
     def mcp_endpoint(self) -> str:
@@ -80,6 +96,7 @@ class LiveConfig:
             f"db_name={redact(self.db_name)!r}, "
             f"docker_host={None if self.docker_host is None else redact(self.docker_host)!r}, "
             f"reap_after={self.reap_after!r}, timeout={self.timeout!r}, "
+            f"key_hash={self.key_hash!r}, "
             f"mcp_url={None if self.mcp_url is None else redact(self.mcp_url)!r})"
         )
 
@@ -103,6 +120,7 @@ class LiveConfig:
             docker_host=env.get("DOCKER_HOST") or None,
             reap_after=age,
             mcp_url=env.get("CONTEXTQ_MCP_URL") or None,
+            key_hash=_key_hash_scheme(env.get(wire.KEY_HASH_ENV, "")),
         )
 
     def database(self) -> Database:
@@ -176,6 +194,7 @@ class LiveStack:
         self.clock = clock
         self.run_id = secrets.token_hex(4)
         self._made = 0
+        self._key_ids: dict[str, int] = {}  # sha256 of each key minted here -> its row id
 
     def __repr__(self) -> str:
         return f"LiveStack(run_id={self.run_id!r}, config={self.config!r})"
@@ -224,6 +243,7 @@ class LiveStack:
             client.close()
             raise
         tenant_id, user_id, key_id = (int(str(v)) for v in row)
+        self._key_ids[_digest(key)] = key_id
         tenant = LiveTenant(self.config.api_url, tenant_id, name, key, user_id, key_id, client)
         try:
             self._verify(tenant)
@@ -244,7 +264,7 @@ class LiveStack:
                     "name": name,
                     "plan": plan or wire.DEFAULT_PLAN,
                     "email": f"{name}@contextq-live.invalid",
-                    "key_hash": wire.hash_key(key),
+                    "key_hash": self._hash(key),
                     "prefix": wire.key_display_prefix(key),
                     "scopes": list(wire.SCOPES),
                 },
@@ -260,8 +280,9 @@ class LiveStack:
             raise LiveSetupError(
                 f"ContextQ at {redact(tenant.base_url)} refused the key minted by direct INSERT "
                 f"({exc.status} {exc.code}): the assumed api_keys columns or key hash "
-                "(sha256 hex of the whole key, see fake_contextq/wire.py) do not match "
-                "this ContextQ's, or the API reads another database than "
+                f"({self.config.key_hash}: {wire.KEY_HASH_ENV}={self.config.key_hash}; "
+                f"{wire.KEY_HASH_ENV}=bcrypt|sha256 picks another, see adapter/wire.py) do "
+                "not match this ContextQ's, or the API reads another database than "
                 f"{self.database.description}"
             ) from None
         except ContextQConnectionError as exc:
@@ -278,17 +299,27 @@ class LiveStack:
             tenant_sql.MINT_KEY,
             {
                 "tenant_id": tenant.tenant_id,
-                "key_hash": wire.hash_key(key),
+                "key_hash": self._hash(key),
                 "prefix": wire.key_display_prefix(key),
                 "scopes": list(scopes),
             },
         )
-        one_row(rows, "minting a key")
+        (key_id,) = one_row(rows, "minting a key")
+        self._key_ids[_digest(key)] = int(str(key_id))
         return key
 
+    def _hash(self, key: str) -> str:
+        """The key as the stack stores it: bcrypt at the real service's likely cost, or the
+        scheme ``CONTEXTQ_KEY_HASH`` names."""
+        return wire.hash_key(key, self.config.key_hash, rounds=wire.LIVE_BCRYPT_ROUNDS)
+
     def revoke_key(self, key: str) -> None:
-        """Revoke a key by SQL, as an admin of the stack would."""
-        rows = self.database.query(tenant_sql.REVOKE_KEY, {"key_hash": wire.hash_key(key)})
+        """Revoke a key by SQL, as an admin of the stack would: by its row's id (a salted
+        hash cannot be matched in SQL), known for every key this run minted."""
+        key_id = self._key_ids.get(_digest(key))
+        if key_id is None:
+            raise LiveSetupError("revoke_key: that key was not minted by this run")
+        rows = self.database.query(tenant_sql.REVOKE_KEY, {"key_id": key_id})
         one_row(rows, "revoking a key")
 
     def audit_rows(self, tenant: LiveTenant) -> int:

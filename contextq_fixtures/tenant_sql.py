@@ -59,7 +59,8 @@ VALUES (%(tenant_id)s, %(key_hash)s, %(prefix)s, CAST(%(scopes)s AS json), false
 RETURNING id
 """
 
-REVOKE_KEY: Final = "UPDATE api_keys SET revoked = true WHERE key_hash = %(key_hash)s RETURNING id"
+# [assumed] By the key row's id: a salted (bcrypt) hash cannot be found by equality.
+REVOKE_KEY: Final = "UPDATE api_keys SET revoked = true WHERE id = %(key_id)s RETURNING id"
 
 # What the API cannot show: how many audit rows a tenant produced.
 COUNT_AUDIT: Final = "SELECT count(*) FROM activity_logs WHERE tenant_id = %(tenant_id)s"

@@ -3,6 +3,7 @@ reached by DSN and by ``docker exec`` through a Docker Engine API stand-in."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
@@ -13,9 +14,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from adapter import ContextQClient, wire
+from adapter.errors import AuthenticationError
 from contextq_fixtures import tenant_sql
 from contextq_fixtures.database import DockerPsqlDatabase, DsnDatabase, LiveSetupError
 from contextq_fixtures.live import (
+    LiveConfig,
     LiveStack,
     LiveTenant,
     parse_tenant_name,
@@ -215,7 +219,7 @@ def test_an_api_that_refuses_the_minted_key_is_a_clear_error_and_leaves_nothing(
         live = LiveStack(config, report=lambda _: None)
         with pytest.raises(LiveSetupError, match="refused the key minted by direct INSERT") as e:
             live.provision()
-        assert "401" in str(e.value) and "sha256" in str(e.value)
+        assert "401" in str(e.value) and "CONTEXTQ_KEY_HASH=bcrypt" in str(e.value)
         assert db_side.scalar("select count(*) from api_keys") == 0
         assert db_side.scalar("select count(*) from users") == 0
         assert db_side.scalar("select count(*) from tenants") == 0
@@ -372,3 +376,57 @@ def test_without_the_docker_package_it_says_how_to_get_it_or_avoid_it() -> None:
         "reaching the database by docker exec needs the docker package: pip install "
         "'contextq-memory-tool[live]' (or set CONTEXTQ_DB_DSN to connect directly)"
     )
+
+
+# ----- keys as the public docs describe them: bcrypt, found by prefix, revoked by id --------
+
+
+def test_minted_keys_are_bcrypt_at_the_real_services_likely_cost(
+    live: LiveStack, stack: DevStack
+) -> None:
+    tenant = live.provision()
+    stored = str(stack.scalar("select key_hash from api_keys where id = :k", k=tenant.key_id))
+    assert stored.startswith(f"$2b${wire.LIVE_BCRYPT_ROUNDS:02d}$")
+    assert wire.key_matches(tenant.key, stored)
+    prefix = stack.scalar("select prefix from api_keys where id = :k", k=tenant.key_id)
+    assert prefix == tenant.key[: wire.KEY_DISPLAY_PREFIX_LENGTH]
+    assert tenant.client.list_contexts().total == 0  # the stack found it by prefix, verified
+    live.cleanup(tenant)
+
+
+def test_a_stack_that_stores_sha256_is_one_setting_away(stack: DevStack) -> None:
+    config = LiveConfig.from_env({**stack.env(), wire.KEY_HASH_ENV: "sha256"})
+    assert config.key_hash == wire.KEY_HASH_SHA256
+    live = LiveStack(config, report=lambda _: None)
+    try:
+        tenant = live.provision()
+        stored = stack.scalar("select key_hash from api_keys where id = :k", k=tenant.key_id)
+        assert stored == hashlib.sha256(tenant.key.encode()).hexdigest()
+        assert tenant.client.list_contexts().total == 0  # the fake reads both schemes
+        live.cleanup(tenant)
+    finally:
+        live.close()
+
+
+def test_an_unknown_hash_scheme_is_one_clear_error() -> None:
+    with pytest.raises(LiveSetupError, match="CONTEXTQ_KEY_HASH must be one of bcrypt, sha256"):
+        LiveConfig.from_env({wire.KEY_HASH_ENV: "md5"})
+
+
+def test_a_minted_key_is_revoked_by_its_row_id(live: LiveStack, stack: DevStack) -> None:
+    tenant = live.provision()
+    extra = live.mint_key(tenant, ("read",))
+    other = live.mint_key(tenant, ("read",))
+    live.revoke_key(extra)
+    revoked = stack.scalar(
+        "select count(*) from api_keys where tenant_id = :t and revoked", t=tenant.tenant_id
+    )
+    assert revoked == 1
+    gone = ContextQClient(extra, base_url=live.config.api_url, max_retries=0)
+    with gone, pytest.raises(AuthenticationError):
+        gone.list_contexts()
+    with ContextQClient(other, base_url=live.config.api_url, max_retries=0) as kept:
+        assert kept.list_contexts().total == 0
+    with pytest.raises(LiveSetupError, match="not minted by this run"):
+        live.revoke_key(wire.KEY_PREFIX + "0" * 40)
+    live.cleanup(tenant)

@@ -86,7 +86,8 @@ class MemoryStore:
             self._ids: dict[str, int] = {}
             self._tenants: dict[int, Tenant] = {}
             self._rows: dict[int, _TenantRows] = {}
-            self._keys: dict[str, ApiKey] = {}
+            self._keys: dict[int, ApiKey] = {}
+            self._key_prefixes: dict[str, list[int]] = {}
             self._audit: list[AuditRow] = []
             self._checkpoints: dict[int, list[Checkpoint]] = {}
             self._tasks: dict[int, AgentTask] = {}  # every tenant's, by id
@@ -118,10 +119,15 @@ class MemoryStore:
         rows = self._rows[key.tenant_id]
         rows.keys = [k for k in rows.keys if k.id != key.id] + [key]
         rows.keys.sort(key=lambda k: k.id)
-        self._keys[key.key_hash] = key
+        if key.id not in self._keys:
+            self._key_prefixes.setdefault(key.prefix, []).append(key.id)
+        self._keys[key.id] = key
 
-    def key_by_hash(self, key_hash: str) -> ApiKey | None:
-        return self._keys.get(key_hash)
+    def keys_by_prefix(self, prefix: str) -> list[ApiKey]:
+        return [self._keys[i] for i in self._key_prefixes.get(prefix, ())]
+
+    def key_by_id(self, key_id: int) -> ApiKey | None:
+        return self._keys.get(key_id)
 
     def keys(self, tenant_id: int) -> list[ApiKey]:
         return list(self._rows[tenant_id].keys)

@@ -156,6 +156,9 @@ api_keys = sa.Table(
     sa.Index("ix_api_keys_tenant", "tenant_id"),
     sqlite_autoincrement=True,
 )
+#: Keys are found by their prefix, then verified (a salted hash is no lookup key). Added
+#: without a new schema version: a database made before it gets it when next opened.
+api_keys_prefix = sa.Index("ix_api_keys_prefix", api_keys.c.prefix)
 
 workspaces = sa.Table(
     "workspaces",

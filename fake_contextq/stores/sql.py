@@ -684,6 +684,7 @@ class SqlStore:
                         "this database was not created by SqlStore"
                     )
             s.metadata.create_all(conn, checkfirst=True)
+            s.api_keys_prefix.create(conn, checkfirst=True)
             if s.schema_version.name not in existing:
                 conn.execute(sa.insert(s.schema_version).values(version=s.SCHEMA_VERSION))
         if self._dialect == "sqlite" and self._memory_lock is None:
@@ -844,7 +845,7 @@ class SqlStore:
 
     def tenant_plan(self, tenant_id: int) -> str | None:
         plan = self._local.plans.get(tenant_id)
-        if plan is not None:  # read with the key, in this transaction (see key_by_hash)
+        if plan is not None:  # read with the key, in this transaction (see _keys_where)
             return plan
         found = self._scalar(_PLAN, {"id": tenant_id})
         return None if found is None else str(found)
@@ -855,20 +856,27 @@ class SqlStore:
     def put_key(self, key: ApiKey) -> None:
         self._put(s.api_keys, _KEY.values(key))
 
-    def key_by_hash(self, key_hash: str) -> ApiKey | None:
+    def keys_by_prefix(self, prefix: str) -> list[ApiKey]:
+        return self._keys_where(_KEYS_BY_PREFIX, {"prefix": prefix}, s.api_keys, prefix=prefix)
+
+    def key_by_id(self, key_id: int) -> ApiKey | None:
+        found = self._keys_where(_KEY_BY_ID, {"id": key_id}, s.api_keys, id=key_id)
+        return found[0] if found else None
+
+    def _keys_where(
+        self, joined: Any, params: Mapping[str, Any], table: sa.Table, **where: Any
+    ) -> list[ApiKey]:
         if self._dialect == "postgresql":
             # The tenant's plan comes along: when a request authenticates in its write
             # transaction, a create's tenant_plan is then no round trip of its own.
-            rows = self._pg_records(_KEY_AND_PLAN, {"key_hash": key_hash})
-            if not rows:
-                return None
-            key = _KEY.record(rows[0])
+            rows = self._pg_records(joined, params)
+            keys = [_KEY.record(row) for row in rows]
             local = self._local
             if local.writing:  # this transaction's: valid until it ends
-                local.plans[key.tenant_id] = str(rows[0]._mapping["tenant_plan"])
-            return key
-        row = self._first(s.api_keys, key_hash=key_hash)
-        return None if row is None else _KEY.record(row)
+                for key, row in zip(keys, rows, strict=True):
+                    local.plans[key.tenant_id] = str(row._mapping["tenant_plan"])
+            return keys
+        return [_KEY.record(row) for row in self._rows(table, **where)]
 
     def keys(self, tenant_id: int) -> list[ApiKey]:
         return [_KEY.record(row) for row in self._rows(s.api_keys, tenant_id=tenant_id)]
@@ -1138,11 +1146,13 @@ _CHANGED_CONTEXTS = (
 )
 _CONTEXT_IDS = sa.select(s.contexts.c.id).where(s.contexts.c.tenant_id == sa.bindparam("tenant_id"))
 _LAST_HASH = "SELECT hash FROM activity_logs ORDER BY id DESC LIMIT 1"
-_KEY_AND_PLAN = (
-    sa.select(s.api_keys, s.tenants.c.plan.label("tenant_plan"))
-    .join(s.tenants, s.tenants.c.id == s.api_keys.c.tenant_id)
-    .where(s.api_keys.c.key_hash == sa.bindparam("key_hash"))
+_KEY_AND_PLAN = sa.select(s.api_keys, s.tenants.c.plan.label("tenant_plan")).join(
+    s.tenants, s.tenants.c.id == s.api_keys.c.tenant_id
 )
+_KEYS_BY_PREFIX = _KEY_AND_PLAN.where(s.api_keys.c.prefix == sa.bindparam("prefix")).order_by(
+    s.api_keys.c.id
+)
+_KEY_BY_ID = _KEY_AND_PLAN.where(s.api_keys.c.id == sa.bindparam("id"))
 _PG_LAST_HASH = sa.select(s.activity_logs.c.hash).order_by(s.activity_logs.c.id.desc()).limit(1)
 #: What only audited requests create (see ``SqlStore.next_id``).
 _AUDITED_KINDS = frozenset(
