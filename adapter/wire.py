@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,7 +28,7 @@ from urllib.parse import quote
 KEY_PREFIX: Final = "sk_live_"  # [seed]
 KEY_HEX_LENGTH: Final = 40  # [seed]
 KEY_RE: Final = re.compile(r"sk_live_[0-9a-f]{40}")  # [seed] (lowercase hex: [assumed])
-KEY_DISPLAY_PREFIX_LENGTH: Final = 12  # [assumed]
+KEY_DISPLAY_PREFIX_LENGTH: Final = 12  # [assumed] kept for display, the audit log and lookup
 AUTH_SCHEME: Final = "Bearer"  # [seed] ``Authorization: Bearer sk_live_<40 hex>``
 READ: Final = "read"  # [seed]
 WRITE: Final = "write"  # [seed]
@@ -42,9 +43,48 @@ def authorization(key: str) -> str:
     return f"{AUTH_SCHEME} {key}"
 
 
-def hash_key(plaintext: str) -> str:
-    """[assumed] Keys are stored as the sha256 hex of the whole key."""
-    return hashlib.sha256(plaintext.encode()).hexdigest()
+# [public] "API keys are stored bcrypt-hashed; the plaintext is shown once, at creation"
+# (ContextQ's security page). A salted hash cannot be found by equality, so [assumed] a
+# service finds the row by the key's stored 12-character prefix and then verifies.
+KEY_HASH_BCRYPT: Final = "bcrypt"
+KEY_HASH_SHA256: Final = "sha256"  # this project's earlier assumption, still read
+KEY_HASH_SCHEMES: Final = (KEY_HASH_BCRYPT, KEY_HASH_SHA256)
+DEFAULT_KEY_HASH: Final = KEY_HASH_BCRYPT  # [public]
+KEY_HASH_ENV: Final = "CONTEXTQ_KEY_HASH"  # how the live fixtures hash the keys they mint
+# [assumed] bcryptjs's default cost (10), what a TypeScript service most likely uses; the
+# fake chooses a lower cost for its own keys (see fake_contextq.domain.auth).
+LIVE_BCRYPT_ROUNDS: Final = 10
+
+
+def hash_key(
+    plaintext: str, scheme: str = DEFAULT_KEY_HASH, *, rounds: int = LIVE_BCRYPT_ROUNDS
+) -> str:
+    """[public] bcrypt (salted; the cost is stored in the hash); ``sha256`` is the hex of the
+    whole key, for a stack that differs. bcrypt comes with the ``fake`` extra: the
+    production client never hashes a key."""
+    if scheme == KEY_HASH_SHA256:
+        return hashlib.sha256(plaintext.encode()).hexdigest()
+    if scheme != KEY_HASH_BCRYPT:
+        raise ValueError(
+            f"unknown key hash scheme {scheme!r}; one of {', '.join(KEY_HASH_SCHEMES)}"
+        )
+    import bcrypt
+
+    return bcrypt.hashpw(plaintext.encode(), bcrypt.gensalt(rounds)).decode("ascii")
+
+
+def key_matches(plaintext: str, stored: str) -> bool:
+    """Whether ``stored`` (either scheme, told apart by bcrypt's ``$2`` mark) is the hash of
+    ``plaintext``; both comparisons take the same time however much of it matches."""
+    if stored.startswith("$2"):
+        import bcrypt
+
+        try:
+            return bcrypt.checkpw(plaintext.encode(), stored.encode("ascii"))
+        except ValueError:  # not a well-formed bcrypt hash: it matches nothing
+            return False
+    digest = hashlib.sha256(plaintext.encode()).hexdigest().encode()
+    return hmac.compare_digest(digest, stored.encode("utf-8", "surrogatepass"))
 
 
 def key_display_prefix(plaintext: str) -> str:
@@ -193,12 +233,17 @@ ROUTES: Final[tuple[Route, ...]] = tuple(v for v in vars(Routes).values() if isi
 
 # --- Plans and quotas ----------------------------------------------------------------------------
 
-# [seed] free = 100 contexts; [assumed] pro and unlimited. ``None`` means no limit.
+# [public] the plan names Pro and Enterprise (ContextQ's docs and security pages); [seed]
+# free allows 100 contexts; [assumed] Pro's 10,000 and Enterprise's no limit (None): no
+# quota number is public.
 PLAN_CONTEXT_QUOTAS: Final[Mapping[str, int | None]] = {
     "free": 100,
     "pro": 10_000,
-    "unlimited": None,
+    "enterprise": None,
 }
+# This project's earlier name for the plan without a limit: accepted, with a deprecation
+# warning, for one release (0.2), then refused as any unknown plan is.
+PLAN_ALIASES: Final[Mapping[str, str]] = {"unlimited": "enterprise"}
 DEFAULT_PLAN: Final = "free"
 QUOTA_RESOURCE_CONTEXTS: Final = "contexts"
 
@@ -226,7 +271,14 @@ SEARCH_TYPES: Final = (  # [seed] the 6 types POST /api/search accepts as a filt
 LIST_MAX_LIMIT: Final = 500  # [seed] a list page holds at most 500 rows
 LIST_DEFAULT_LIMIT: Final = 50  # [assumed]
 SEARCH_MAX_LIMIT: Final = 50  # [assumed]
-SEARCH_DEFAULT_LIMIT: Final = 10  # [assumed]
+SEARCH_DEFAULT_LIMIT: Final = 10  # [public] ctx_search's limit defaults to 10
+# [public] Search is hybrid: full-text and vector similarity run in parallel and the two
+# rankings are fused by Reciprocal Rank Fusion (ContextQ's docs page). [assumed] RRF's
+# usual k = 60; the fused ranking covers the full-text side's best SEARCH_HYBRID_POOL
+# matches (at least ``limit``), re-ranked by the embedding of title, tags and content; a
+# result's ``score`` is its fused score. Clients must not rely on exact order or scores.
+SEARCH_RRF_K: Final = 60
+SEARCH_HYBRID_POOL: Final = 50
 SEARCH_SNIPPET_CHARS: Final = 160  # [assumed]
 BULK_MAX_ITEMS: Final = 500  # [assumed]
 

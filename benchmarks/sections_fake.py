@@ -23,7 +23,7 @@ from _registry import Bench, Target, section
 from fake_contextq import FakeContextQ
 
 
-def new_fake_with_key(plan: str = "unlimited") -> tuple[FakeContextQ, str]:
+def new_fake_with_key(plan: str = "enterprise") -> tuple[FakeContextQ, str]:
     fake = FakeContextQ()
     tenant = fake.create_tenant(plan=plan)
     return fake, fake.mint_key(tenant)
@@ -65,7 +65,7 @@ def bench_requests(bench: Bench) -> None:
     it = bench.iters(full=(1000, 100), quick=(200, 20))
     gen = TextGen(seed=1)
     fake, key = new_fake_with_key()
-    writer_tenant = fake.create_tenant(plan="unlimited")
+    writer_tenant = fake.create_tenant(plan="enterprise")
     writer_key = fake.mint_key(writer_tenant)
     with fake.client(key) as client, fake.client(writer_key) as writer:
         populate(client, gen, 1_000)
@@ -183,7 +183,7 @@ def bench_stores(bench: Bench) -> None:
         for kind, store in stores.items():
             fake = FakeContextQ(store=store)
             fakes.append(fake)
-            client = fake.client(fake.mint_key(fake.create_tenant(plan="unlimited")))
+            client = fake.client(fake.mint_key(fake.create_tenant(plan="enterprise")))
             stack.callback(client.close)
             populate(client, TextGen(seed=7), 1_000)
             clients[kind] = client
@@ -250,7 +250,7 @@ def bench_search(bench: Bench) -> None:
     it = bench.iters(full=(300, 20), quick=(60, 5))
     corpus_size, batch = 10_000, 500
     gen = TextGen(seed=2)
-    fake, key = new_fake_with_key(plan="unlimited")
+    fake, key = new_fake_with_key(plan="enterprise")
     with fake.client(key) as client:
         build_started = time.perf_counter_ns()
         batch_times, items = populate(client, gen, corpus_size, batch=batch)
@@ -329,7 +329,7 @@ def bench_agent(bench: Bench) -> None:
     """A Boot Pack over 1,000 embedded lessons and 1,000 contexts, and a checkpoint."""
     it = bench.iters(full=(100, 10), quick=(20, 3))
     fake = FakeContextQ()
-    tenant = fake.create_tenant(plan="unlimited")
+    tenant = fake.create_tenant(plan="enterprise")
     fake.create_workspace(tenant, "acme")
     key = fake.mint_key(tenant, ("read", "write"))
     client = fake.client(key)

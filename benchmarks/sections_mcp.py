@@ -33,7 +33,7 @@ def _fakes(bench: Bench, stack: contextlib.ExitStack) -> dict[str, tuple[FakeCon
     made = {}
     for kind, fake in fakes.items():
         stack.callback(fake.close)
-        key = fake.mint_key(fake.create_tenant(plan="unlimited"))
+        key = fake.mint_key(fake.create_tenant(plan="enterprise"))
         with fake.client(key) as client:
             expect(client.post("/api/contexts", json=RECORD), 201)
         made[kind] = (fake, key)

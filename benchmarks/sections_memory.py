@@ -134,7 +134,7 @@ def bench_scripted_runs(bench: Bench) -> None:
 
     def ours() -> object:
         fake = FakeContextQ()
-        tenant = fake.create_tenant(plan="unlimited")
+        tenant = fake.create_tenant(plan="enterprise")
         fake.create_workspace(tenant, "memories")
         key = fake.mint_key(tenant, ("read", "write", "admin"))
         tool = ContextQMemoryTool(key, http_client=fake.client(), workspace="memories")
@@ -188,7 +188,7 @@ def bench_memory_tool(bench: Bench) -> None:
 
     it = bench.iters(full=(200, 20), quick=(40, 5))
     fake = FakeContextQ()
-    tenant = fake.create_tenant(plan="unlimited")
+    tenant = fake.create_tenant(plan="enterprise")
     fake.create_workspace(tenant, "acme")
     key = fake.mint_key(tenant, ("read", "write", "admin"))
     ours = ContextQMemoryTool(key, http_client=fake.client(), workspace="acme")

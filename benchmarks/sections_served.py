@@ -122,7 +122,7 @@ def bench_served(bench: Bench) -> None:
         auths: dict[str, dict[str, str]] = {}
         for kind, fake in fakes.items():
             stack.callback(fake.close)
-            key = fake.mint_key(fake.create_tenant(plan="unlimited"))
+            key = fake.mint_key(fake.create_tenant(plan="enterprise"))
             with fake.client(key) as local:
                 populate(local, TextGen(seed=5), 1_000)
             served = stack.enter_context(fake.serve())

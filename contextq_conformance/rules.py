@@ -127,6 +127,13 @@ RULES: Final[dict[str, Rule]] = _rules(
         "Search answers `{results: [{context, score, snippet}]}`, "
         "best first, summaries without content",
     ),
+    Rule(
+        "search.hybrid",
+        "public",
+        "Search is hybrid (full text and vector similarity fused by RRF): every keyword "
+        "match is found and an exact-title match ranks first; exact order and scores are "
+        "not part of the contract",
+    ),
     Rule("search.limit-50", "assumed", "Search's `limit` is at most 50"),
     # agent memory layer
     Rule(

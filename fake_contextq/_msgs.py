@@ -78,6 +78,10 @@ BAD_SLUG = (
 DUPLICATE_IN_BATCH = "externalId {external_id!r} appears more than once in this batch."
 NO_SCOPES_KNOWN = "Unknown scope {scope!r}; scopes are read, write and admin."
 UNKNOWN_PLAN = "Unknown plan {plan!r}; plans are {plans}."
+PLAN_ALIAS = (
+    "plan {plan!r} is now called {name!r}, its public name; {plan!r} is accepted until "
+    "fake-contextq 0.2"
+)
 
 # 409
 EXTERNAL_ID_TAKEN_MSG = "externalId {external_id!r} is already used by context {id} in this tenant."

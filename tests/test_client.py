@@ -61,7 +61,7 @@ def test_typed_results_round_trip(api: ContextQClient, fake: FakeContextQ, tenan
 
 
 def test_bulk_upsert_and_paging(api: ContextQClient, fake: FakeContextQ, tenant: Tenant) -> None:
-    fake.set_plan(tenant, "unlimited")
+    fake.set_plan(tenant, "enterprise")
     items = [ContextInput("reference", f"t{i}", "c", external_id=f"e{i}") for i in range(7)]
     result = api.bulk_upsert(items)
     assert (result.created, result.updated) == (7, 0)

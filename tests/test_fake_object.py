@@ -221,7 +221,7 @@ def test_sync_clients_on_many_threads(fake: FakeContextQ, key: str) -> None:
     for t in threads:
         t.join()
     assert errors == []
-    fake.set_plan(1, "unlimited")
+    fake.set_plan(1, "enterprise")
     assert len(fake.contexts(1)) == 40
     assert fake.verify_audit_chain() == 40
 

@@ -192,7 +192,7 @@ class MemoryDifferential(RuleBasedStateMachine):
         self.sdk = BetaLocalFilesystemMemoryTool(base_path=self.tmp.name)
         self.root = Path(self.tmp.name) / "memories"
         self.fake = FakeContextQ()
-        self.tenant = self.fake.create_tenant(plan="unlimited")
+        self.tenant = self.fake.create_tenant(plan="enterprise")
         self.fake.create_workspace(self.tenant, WORKSPACE)
         key = self.fake.mint_key(self.tenant, wire.SCOPES)
         self.http = self.fake.client()

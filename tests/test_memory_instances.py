@@ -31,7 +31,7 @@ PREFIX = f"mem-tool:{WORKSPACE}/"
 
 
 def fresh(fake: FakeContextQ) -> tuple[Tenant, str]:
-    tenant = fake.create_tenant(plan="unlimited")
+    tenant = fake.create_tenant(plan="enterprise")
     fake.create_workspace(tenant, WORKSPACE)
     return tenant, fake.mint_key(tenant, wire.SCOPES)
 

@@ -17,7 +17,7 @@ from fake_contextq import FakeContextQ, Tenant
 
 @pytest.fixture
 def acme(fake: FakeContextQ, tenant: Tenant) -> str:
-    fake.set_plan(tenant, "unlimited")
+    fake.set_plan(tenant, "enterprise")
     fake.create_workspace(tenant, "acme")
     return "acme"
 

@@ -11,7 +11,7 @@ How the port is built: each SDK case becomes one ``Case`` in ``CASES``. A case i
 steps, each a memory command with the exact result or ``ToolError`` message it must give,
 plus the files that must exist afterwards. ``TestAdapterSync`` runs every case against
 ``ContextQMemoryTool`` and ``TestAdapterAsync`` against ``AsyncContextQMemoryTool``, both
-pinned to workspace ``acme`` of a ``FakeContextQ`` tenant on the "unlimited" plan.
+pinned to workspace ``acme`` of a ``FakeContextQ`` tenant on the "enterprise" plan.
 ``TestSdkReference`` runs the same tables against the SDK's own
 ``BetaLocalFilesystemMemoryTool`` and ``BetaAsyncLocalFilesystemMemoryTool`` in ``tmp_path``.
 That proves every expected string below is what the installed SDK really returns. Where a
@@ -637,7 +637,7 @@ class ContextQ:
 @pytest.fixture
 def contextq() -> Iterator[ContextQ]:
     with FakeContextQ() as fake:
-        tenant = fake.create_tenant(plan="unlimited")
+        tenant = fake.create_tenant(plan="enterprise")
         fake.create_workspace(tenant, WORKSPACE)
         yield ContextQ(fake, tenant, fake.mint_key(tenant, SCOPES))
 

@@ -21,7 +21,7 @@ Call = Callable[..., Any]
 
 @pytest.fixture
 def acme(fake: FakeContextQ, tenant: Tenant) -> str:
-    fake.set_plan(tenant, "unlimited")
+    fake.set_plan(tenant, "enterprise")
     fake.create_workspace(tenant, "acme")
     return "acme"
 

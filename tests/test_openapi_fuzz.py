@@ -1,6 +1,6 @@
 """Fuzz the fake in-process from its own OpenAPI document with schemathesis.
 
-Every generated request carries a valid all-scopes key of a tenant on the ``unlimited``
+Every generated request carries a valid all-scopes key of a tenant on the ``enterprise``
 plan that already holds a workspace and a few contexts, and path parameters are
 sometimes swapped for ids, external ids and slugs that exist, so the fuzzer reaches
 the success paths as well as the 400/404 ones. Both schema-conforming (positive) and
@@ -53,11 +53,11 @@ class Seeded:
 
 
 def seeded_fake() -> Seeded:
-    """A fake with a tenant on the ``unlimited`` plan, two workspaces, a few contexts
+    """A fake with a tenant on the ``enterprise`` plan, two workspaces, a few contexts
     through the API (some with an external id, one in a workspace) and a session with a
     task, so the routes reach their success paths. Deterministic: the same ids each time."""
     fake = FakeContextQ(llm=True)  # with a handoff writer, so 503 is a real server error
-    tenant = fake.create_tenant("fuzz", plan="unlimited")
+    tenant = fake.create_tenant("fuzz", plan="enterprise")
     key = fake.mint_key(tenant, wire.SCOPES)
     for slug in WORKSPACES:
         fake.create_workspace(tenant, slug)

@@ -95,7 +95,7 @@ def test_generated_commands_run_without_crashing(command: dict[str, object]) -> 
     from adapter import ContextQMemoryTool
 
     fake = FakeContextQ()
-    tenant = fake.create_tenant(plan="unlimited")
+    tenant = fake.create_tenant(plan="enterprise")
     fake.create_workspace(tenant, "m")
     tool = ContextQMemoryTool(
         fake.mint_key(tenant, ("read", "write")), http_client=fake.client(), workspace="m"

@@ -128,7 +128,7 @@ class TenancyMachine(RuleBasedStateMachine):
         self.keys: list[str] = []
         self.clients: list[httpx2.Client] = []
         for i in range(N_TENANTS):
-            tenant = self.fake.create_tenant(f"tenant-{i}", plan="unlimited")
+            tenant = self.fake.create_tenant(f"tenant-{i}", plan="enterprise")
             key = self.fake.mint_key(tenant, SCOPES)
             self.tenant_ids.append(tenant.id)
             self.keys.append(key)

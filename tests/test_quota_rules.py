@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import httpx2
 import pytest
 
@@ -77,14 +79,36 @@ def test_an_upsert_that_lands_exactly_on_the_limit_passes(
     assert len(fake.contexts(tenant)) == 100
 
 
-def test_the_unlimited_plan_has_no_quota(
+def test_the_enterprise_plan_has_no_quota(
     client: httpx2.Client, fake: FakeContextQ, tenant: Tenant
 ) -> None:
-    assert wire.PLAN_CONTEXT_QUOTAS["unlimited"] is None
-    fake.set_plan(tenant, "unlimited")
+    assert wire.PLAN_CONTEXT_QUOTAS["enterprise"] is None
+    fake.set_plan(tenant, "enterprise")
     fill(client, 101)
     assert client.post("/api/contexts", json=context_body()).status_code == 201
     assert len(fake.contexts(tenant)) == 102
+
+
+def test_unlimited_is_enterprises_deprecated_name(
+    client: httpx2.Client, fake: FakeContextQ, tenant: Tenant
+) -> None:
+    with pytest.warns(DeprecationWarning, match="'unlimited' is now called 'enterprise'"):
+        made = fake.create_tenant("old", plan="unlimited")
+    assert made.plan == "enterprise"
+    with pytest.warns(DeprecationWarning, match="accepted until fake-contextq 0.2"):
+        assert fake.set_plan(tenant, "unlimited").plan == "enterprise"
+    fill(client, 101)
+    assert len(fake.contexts(tenant)) == 101
+
+
+def test_a_tenant_stored_as_unlimited_by_an_older_fake_has_no_quota(
+    client: httpx2.Client, fake: FakeContextQ, tenant: Tenant
+) -> None:
+    store = fake.store
+    with store.transaction():
+        store.put_tenant(replace(fake.tenant(tenant), plan="unlimited"))
+    fill(client, 101)
+    assert len(fake.contexts(tenant)) == 101
 
 
 def test_the_pro_plan_allows_more_than_the_free_one(
@@ -101,7 +125,7 @@ def test_an_unknown_plan_is_refused_naming_the_plans(
     fake: FakeContextQ, tenant: Tenant, plan: str
 ) -> None:
     expected = [
-        {"path": "plan", "message": f"Unknown plan {plan!r}; plans are free, pro, unlimited."}
+        {"path": "plan", "message": f"Unknown plan {plan!r}; plans are free, pro, enterprise."}
     ]
     with pytest.raises(ValidationFailed) as created:
         fake.create_tenant("globex", plan=plan)

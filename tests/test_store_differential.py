@@ -251,7 +251,7 @@ class StoresAgree(RuleBasedStateMachine):
         self.sides: list[Side] = []
         for kind in ("memory", "sqlite", "postgres"):
             fake = FakeContextQ(store=fresh_store(self.pool, kind))
-            tenant = fake.create_tenant("acme", "unlimited")
+            tenant = fake.create_tenant("acme", "enterprise")
             fake.create_workspace(tenant, "ops")
             client = fake.client(fake.mint_key(tenant, wire.SCOPES))
             self.sides.append(Side(kind, fake, client))

@@ -59,11 +59,11 @@ def test_the_clients(
     assert got.content == "c"
 
 
-@pytest.mark.contextq(plan="unlimited", workspace="acme", llm=True)
+@pytest.mark.contextq(plan="enterprise", workspace="acme", llm=True)
 def test_the_marker_configures_the_fake(
     contextq_tenant: Tenant, contextq_workspace: str, contextq_client: ContextQClient
 ) -> None:
-    assert contextq_tenant.plan == "unlimited"
+    assert contextq_tenant.plan == "enterprise"
     assert contextq_workspace == "acme"
     session = contextq_client.start_session(workspace="acme")
     assert contextq_client.handoff(session_id=session.id).workspace == "acme"

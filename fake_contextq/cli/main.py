@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adapter import wire
-from fake_contextq import __version__
+from fake_contextq import __version__, _msgs
 from fake_contextq.domain.auth import normalise_scopes
 from fake_contextq.domain.errors import ApiError
 
@@ -52,8 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--plan",
         default=wire.DEFAULT_PLAN,
-        choices=sorted(wire.PLAN_CONTEXT_QUOTAS),
-        help="plan of the seeded tenant (free: 100 contexts)",
+        choices=[*wire.PLAN_CONTEXT_QUOTAS, *wire.PLAN_ALIASES],
+        help="plan of the seeded tenant (free: 100 contexts, pro: 10,000, enterprise: no "
+        "limit; 'unlimited' is enterprise's deprecated name)",
     )
     serve.add_argument("--tenant-name", default="dev", help="name of the seeded tenant")
     where = serve.add_mutually_exclusive_group()
@@ -278,9 +279,15 @@ def serve(args: argparse.Namespace) -> int:
     try:
         extra_scopes = [normalise_scopes(spec) for spec in args.key]
         existing = [t for t in fake.tenants() if t.name == args.tenant_name]
-        tenant = existing[0] if existing else fake.create_tenant(args.tenant_name, args.plan)
-        if tenant.plan != args.plan:
-            tenant = fake.set_plan(tenant, args.plan)
+        plan = wire.PLAN_ALIASES.get(args.plan, args.plan)
+        if plan != args.plan:
+            print(
+                f"fake-contextq: {_msgs.PLAN_ALIAS.format(plan=args.plan, name=plan)}",
+                file=sys.stderr,
+            )
+        tenant = existing[0] if existing else fake.create_tenant(args.tenant_name, plan)
+        if tenant.plan != plan:
+            tenant = fake.set_plan(tenant, plan)
         known = {w.slug for w in fake.workspaces(tenant)}
         workspaces: dict[str, str] = {}
         for slug in args.workspace:

@@ -8,7 +8,7 @@ failed request changes nothing), and appends one audit row per successful write.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -18,6 +18,7 @@ from adapter import wire
 from fake_contextq import _msgs
 from fake_contextq.domain import audit, auth, parse, quota
 from fake_contextq.domain import records as r
+from fake_contextq.domain import search as ranking
 from fake_contextq.domain.agent import AgentLayer
 from fake_contextq.domain.errors import ApiError, not_found, unauthorized
 from fake_contextq.domain.handoff import Summariser
@@ -26,6 +27,11 @@ from fake_contextq.domain.store import Store
 
 Body = bytes | Mapping[str, Any]
 READ, WRITE, ADMIN = wire.READ, wire.WRITE, wire.ADMIN
+
+
+def _embedded_text(c: r.Context) -> str:
+    """[assumed] What a context's embedding is made of: its title, tags and content."""
+    return "\n".join((c.title, " ".join(c.tags), c.content))
 
 
 def _utcnow() -> datetime:
@@ -46,11 +52,13 @@ class ContextQBackend:
         self.store: Store = store
         self.clock = clock or _utcnow
         self.agent = AgentLayer(self, embed, llm)
+        self._verified = auth.VerifiedKeys()
+        self._vectors = ranking.VectorCache()
 
     # ----- administration (the object API; no scopes, no audit rows) -----
 
     def create_tenant(self, name: str | None = None, plan: str = wire.DEFAULT_PLAN) -> r.Tenant:
-        quota.check_plan(plan)
+        plan = quota.check_plan(plan)
         with self.store.transaction():
             tenant_id = self.store.next_id("tenant")
             tenant = r.Tenant(tenant_id, name or f"tenant-{tenant_id}", plan, self.clock())
@@ -71,7 +79,7 @@ class ContextQBackend:
             return self.store.tenants()
 
     def set_plan(self, tenant_id: int, plan: str) -> r.Tenant:
-        quota.check_plan(plan)
+        plan = quota.check_plan(plan)
         with self.store.transaction():
             tenant = replace(self.tenant(tenant_id), plan=plan)
             self.store.put_tenant(tenant)
@@ -86,7 +94,7 @@ class ContextQBackend:
                 r.ApiKey(
                     id=self.store.next_id("api_key"),
                     tenant_id=tenant_id,
-                    key_hash=wire.hash_key(plaintext),
+                    key_hash=wire.hash_key(plaintext, rounds=auth.FAKE_BCRYPT_ROUNDS),
                     prefix=wire.key_display_prefix(plaintext),
                     scopes=held,
                     created_at=self.clock(),
@@ -96,10 +104,11 @@ class ContextQBackend:
 
     def revoke_key(self, plaintext: str) -> None:
         with self.store.transaction():
-            key = self.store.key_by_hash(wire.hash_key(plaintext))
+            key = self._verified.find(self.store, plaintext)
             if key is None:
                 raise not_found(_msgs.KEY_NOT_FOUND)
             self.store.put_key(replace(key, revoked=True))
+        self._verified.forget(plaintext)
 
     def keys(self, tenant_id: int) -> list[r.ApiKey]:
         with self.store.transaction():
@@ -137,6 +146,8 @@ class ContextQBackend:
 
     def reset(self) -> None:
         self.store.reset()
+        self._verified.clear()
+        self._vectors.clear()
 
     # ----- auth -----
 
@@ -159,8 +170,8 @@ class ContextQBackend:
     def authenticate(self, authorization: str | None) -> r.Principal:
         """The caller behind an ``Authorization`` header, or a 401."""
         plaintext = auth.bearer_key(authorization)
-        with self.store.read():  # one statement: no write lock needed
-            key = self.store.key_by_hash(wire.hash_key(plaintext))
+        with self.store.read():  # one statement once the key is verified: no write lock
+            key = self._verified.find(self.store, plaintext)
         if key is None:
             raise unauthorized(_msgs.UNKNOWN_KEY)
         if key.revoked:
@@ -262,11 +273,33 @@ class ContextQBackend:
                     return []
                 workspace_id = ws.id
             accept = _search_filter(query, workspace_id)
-            ranked = self.store.search(p.tenant_id, terms, query.limit, accept)
+            pool = max(query.limit, wire.SEARCH_HYBRID_POOL)
+            ranked = self.store.search(p.tenant_id, terms, pool, accept)
+        ranked = self._hybrid(query.query, ranked, query.limit)
         return [
             r.SearchHit(c, score, snippet(c.content, c.title, terms, wire.SEARCH_SNIPPET_CHARS))
             for c, score in ranked
         ]
+
+    def _hybrid(
+        self, query: str, ranked: list[tuple[r.Context, float]], limit: int
+    ) -> list[tuple[r.Context, float]]:
+        """The full-text ranking fused with the embedding ranking (``wire.SEARCH_RRF_K``);
+        a fake without embeddings, or whose embedder fails, ranks by full text alone."""
+        embed = self.agent.embed
+        if embed is None or not ranked:
+            return ranked[:limit]
+
+        def vector_of(c: r.Context) -> Sequence[float]:
+            key = (c.tenant_id, c.id, hash((c.title, c.content, c.tags)))
+            return self._vectors.get(key, lambda: _embedded_text(c), embed)
+
+        try:
+            return ranking.fuse(
+                ranked, lambda c: c.id, embed(query), vector_of, wire.SEARCH_RRF_K, limit
+            )
+        except Exception:  # a caller's embedder that fails: full text still answers
+            return ranked[:limit]
 
     # ----- workspaces -----
 

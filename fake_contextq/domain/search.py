@@ -1,9 +1,10 @@
-"""BM25 ranking over title, tags and content, with an incremental inverted index.
+"""Hybrid search: BM25 over title, tags and content (an incremental inverted index),
+fused by Reciprocal Rank Fusion with the ranking by embedding similarity.
 
-ContextQ's real ranking is unknown (its search route only shows the request schema);
-BM25 with field weights is what a search over short notes most likely does, and it
-orders results sensibly: rare words count more, repeated words saturate, long
-documents do not win by size alone.
+ContextQ's public docs say its search runs full-text and vector similarity in parallel
+and fuses the two by RRF. The fake's full-text side is BM25 with field weights (rare words
+count more, repeated words saturate, long documents do not win by size alone); its vector
+side is the fake's own embedder, so the whole ranking is deterministic and offline.
 """
 
 from __future__ import annotations
@@ -11,7 +12,13 @@ from __future__ import annotations
 import heapq
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+from fake_contextq.domain.embeddings import cosine
+
+T = TypeVar("T")
 
 TOKEN_RE = re.compile(r"\w+")
 K1 = 1.2
@@ -119,3 +126,59 @@ def snippet(content: str, title: str, terms: list[str], width: int) -> str:
     if end < len(text):
         out = out + "…"
     return out
+
+
+def rrf(rankings: Sequence[Sequence[int]], k: int) -> dict[int, float]:
+    """Reciprocal Rank Fusion: each document scores the sum of 1 / (k + rank) over the
+    rankings it appears in (ranks from 1)."""
+    fused: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, doc_id in enumerate(ranking, start=1):
+            fused[doc_id] = fused.get(doc_id, 0.0) + 1.0 / (k + rank)
+    return fused
+
+
+class VectorCache:
+    """Embeddings of searched documents, kept while their text is unchanged (keyed by id
+    and a version), the least recently used dropped beyond ``size``."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self.size = size
+        self._vectors: OrderedDict[tuple[int, int, object], Sequence[float]] = OrderedDict()
+
+    def get(
+        self,
+        key: tuple[int, int, object],
+        text: Callable[[], str],
+        embed: Callable[[str], Sequence[float]],
+    ) -> Sequence[float]:
+        found = self._vectors.get(key)
+        if found is None:
+            found = self._vectors[key] = embed(text())
+            if len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+        else:
+            self._vectors.move_to_end(key)
+        return found
+
+    def clear(self) -> None:
+        self._vectors.clear()
+
+
+def fuse(
+    pool: Sequence[tuple[T, float]],
+    ids: Callable[[T], int],
+    query_vector: Sequence[float],
+    vector_of: Callable[[T], Sequence[float]],
+    k: int,
+    limit: int,
+) -> list[tuple[T, float]]:
+    """The ``limit`` best of a full-text ranking (best first) once fused by RRF with the
+    same documents ranked by their similarity to the query, ties by full-text rank."""
+    text_rank = [ids(doc) for doc, _ in pool]
+    order = {d: i for i, d in enumerate(text_rank)}
+    similarity = {ids(doc): cosine(query_vector, vector_of(doc)) for doc, _ in pool}
+    by_vector = sorted(text_rank, key=lambda d: (-similarity[d], order[d]))
+    fused = rrf([text_rank, by_vector], k)
+    ranked = sorted(pool, key=lambda pair: (-fused[ids(pair[0])], order[ids(pair[0])]))
+    return [(doc, fused[ids(doc)]) for doc, _ in ranked[:limit]]
