@@ -16,6 +16,7 @@ from pathlib import Path
 
 from fake_anthropic import __version__
 from fake_anthropic.model import ScriptedModel
+from fake_anthropic.record import recording
 from fake_anthropic.record.match import MATCH_MODES
 from fake_anthropic.record.proxy import DEFAULT_UPSTREAM, RecordingProxy
 from fake_anthropic.record.recording import is_recording
@@ -63,7 +64,51 @@ def _parser() -> argparse.ArgumentParser:
     record.add_argument("--out", required=True, metavar="FILE", help="the recording to write")
     record.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind ({DEFAULT_HOST})")
     record.add_argument("--port", type=int, default=0, help="port to bind (0: a free one)")
+    imported = commands.add_parser(
+        "import-cassette",
+        help="convert a vcrpy cassette of Messages API traffic into a recording",
+        description="Convert a vcrpy cassette (YAML or JSON, as vcrpy writes them) into a "
+        "recording: each /v1/messages and count_tokens exchange, streams rebuilt from their "
+        "events, credentials redacted as the recording proxy redacts them; exchanges with "
+        "other paths or hosts are skipped and counted. Replay RECORDING with "
+        "ScriptedModel.from_recording(RECORDING) or `fake-anthropic serve RECORDING`.",
+    )
+    imported.add_argument("cassette", metavar="CASSETTE", help="the vcrpy cassette to read")
+    imported.add_argument(
+        "--out", required=True, metavar="RECORDING", help="the recording to write"
+    )
+    imported.add_argument("--force", action="store_true", help="replace RECORDING if it exists")
     return parser
+
+
+def _import_cassette(args: argparse.Namespace) -> int:
+    from fake_anthropic.record.cassette import CassetteError, convert
+
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        print(
+            f"fake-anthropic import-cassette: {out} exists; --force replaces it",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        result = convert(args.cassette)
+    except CassetteError as exc:
+        print(f"fake-anthropic import-cassette: {exc}", file=sys.stderr)
+        return 1
+    temporary = out.with_name(out.name + ".partial")
+    try:
+        temporary.write_text(recording.dump(result.exchanges), "utf-8")
+        temporary.replace(out)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        print(f"fake-anthropic import-cassette: cannot write {out}: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"fake-anthropic import-cassette: {len(result.exchanges)} exchange(s) written to {out}"
+        f"; {result.skipped} other exchange(s) skipped"
+    )
+    return 0
 
 
 def _listen(command: str, host: str, port: int) -> socket.socket | None:
@@ -129,6 +174,8 @@ def _record(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "import-cassette":
+        return _import_cassette(args)
     try:
         from fake_server import run_foreground, url_for
         from fake_server.served import stop_on_sigterm

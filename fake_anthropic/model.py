@@ -18,8 +18,10 @@ What the fake was checked against: the source of ``anthropic`` 2.14.0 (``lib/too
 _beta_runner.py``, ``lib/threads/``, ``_streaming.py``, ``_error_classes.py``):
 
 - The SDK sends HTTP through ``httpx2``. A sync client cannot take an ASGI transport, so
-  both clients here use ``httpx2.MockTransport`` (an async handler for the async client)
-  calling the same engine the ASGI app of ``serve()`` calls. Both post to ``/v1/messages``
+  both clients here use a transport of this module (``ModelTransport``, and its async
+  twin) calling the same engine the ASGI app of ``serve()`` calls. It is not one of
+  httpx2's own transports, which vcrpy (8.2 and later) patches, so a test under a vcrpy
+  cassette still talks to the script, not to the cassette. Both post to ``/v1/messages``
   (2.14 sends no ``?beta=true``; the fake accepts it too).
 - The tool runner runs over a server-held message thread **by default** (``Anthropic`` and
   ``AsyncAnthropic`` have ``_supports_message_threads = True``); ``tool_runner(...,
@@ -88,6 +90,27 @@ def _response(answer: Answer) -> httpx2.Response:
 async def _achunks(chunks: list[bytes]) -> AsyncIterator[bytes]:
     for chunk in chunks:
         yield chunk
+
+
+class ModelTransport(httpx2.BaseTransport):
+    """The sync client's way in: each request answered by the model, in the calling thread."""
+
+    def __init__(self, model: ScriptedModel) -> None:
+        self.model = model
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        request.read()
+        return self.model.handle(request)
+
+
+class AsyncModelTransport(httpx2.AsyncBaseTransport):
+    """The async client's way in (the engine is synchronous and quick)."""
+
+    def __init__(self, model: ScriptedModel) -> None:
+        self.model = model
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        return await self.model.ahandle(request)
 
 
 class ScriptedModel:
@@ -244,7 +267,7 @@ class ScriptedModel:
                     api_key=API_KEY,
                     base_url=BASE_URL,
                     max_retries=0,
-                    http_client=httpx2.Client(transport=httpx2.MockTransport(self.handle)),
+                    http_client=httpx2.Client(transport=ModelTransport(self)),
                 )
         return self._client
 
@@ -261,7 +284,7 @@ class ScriptedModel:
                     api_key=API_KEY,
                     base_url=BASE_URL,
                     max_retries=0,
-                    http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(self.ahandle)),
+                    http_client=httpx2.AsyncClient(transport=AsyncModelTransport(self)),
                 )
         return self._async_client
 

@@ -6,11 +6,14 @@ that uses one says where it comes from.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 
 from fake_contextq import FakeContextQ
+
+if TYPE_CHECKING:
+    from fake_anthropic import ScriptedModel
 
 
 def ok(response: httpx2.Response, status: int = 200) -> Any:
@@ -97,3 +100,22 @@ def boot(client: httpx2.Client, goal: str, **extra: Any) -> dict[str, Any]:
 def actions(fake: FakeContextQ) -> list[str]:
     """The audit log's actions, oldest first."""
     return [row.action for row in fake.audit_log()]
+
+
+#: The memory run both recording tests replay: what Claude says, and the last of it.
+MEMORY_PROMPT: Any = [{"role": "user", "content": "Remember that I prefer TypeScript."}]
+MEMORY_FINAL = "Noted: TypeScript and Rust."
+
+
+def memory_upstream() -> ScriptedModel:
+    """A scripted model standing in for the real API: view, create, str_replace, done."""
+    from fake_anthropic import ScriptedModel, memory, text
+
+    model = ScriptedModel()
+    model.script(
+        memory.view("/memories"),
+        memory.create("/memories/prefs.md", "Prefers TypeScript.\n"),
+        memory.str_replace("/memories/prefs.md", "TypeScript", "TypeScript and Rust"),
+        text(MEMORY_FINAL),
+    )
+    return model

@@ -29,29 +29,18 @@ from fake_anthropic import (
     api_error,
     compaction,
     load_recording,
-    memory,
     text,
     thinking,
     turn,
     web_search,
 )
 from fake_contextq import FakeContextQ
+from tests.helpers import MEMORY_FINAL, MEMORY_PROMPT, memory_upstream
 
 MODEL = "claude-opus-4-1"
 KEY = "sk-ant-api03-obviously-fake-recording-key-0123456789"
-PROMPT: Any = [{"role": "user", "content": "Remember that I prefer TypeScript."}]
-FINAL = "Noted: TypeScript and Rust."
-
-
-def memory_upstream() -> ScriptedModel:
-    model = ScriptedModel()
-    model.script(
-        memory.view("/memories"),
-        memory.create("/memories/prefs.md", "Prefers TypeScript.\n"),
-        memory.str_replace("/memories/prefs.md", "TypeScript", "TypeScript and Rust"),
-        text(FINAL),
-    )
-    return model
+PROMPT = MEMORY_PROMPT
+FINAL = MEMORY_FINAL
 
 
 class Store:

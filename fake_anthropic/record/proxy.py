@@ -38,10 +38,10 @@ from fake_anthropic.record.answers import (
     HttpxAnswer,
     PlainAnswer,
 )
-from fake_anthropic.record.recording import RESPONSE_HEADERS, Exchange, RecordingFile
-from fake_anthropic.record.redact import masked_url, redact, redact_target, scrub_url, secrets_of
+from fake_anthropic.record.capture import exchange_of
+from fake_anthropic.record.recording import Exchange, RecordingFile
+from fake_anthropic.record.redact import masked_url, scrub_url
 from fake_anthropic.record.server import ClientGone
-from fake_anthropic.record.sse_read import accumulate, parse_events
 from fake_anthropic.record.upstream import Headers, UpstreamError, UpstreamPool, plain_origin
 
 __all__ = ["DEFAULT_UPSTREAM", "HOP_BY_HOP", "RecordingProxy", "check_upstream"]
@@ -72,19 +72,6 @@ def check_upstream(url: str) -> str:
             "(each request brings its own query; a gateway key goes in a header)"
         )
     return url.rstrip("/")
-
-
-def _response_body(content_type: str, data: bytes) -> tuple[bool, object]:
-    """Whether the answer was a stream, and the body to record."""
-    if content_type.startswith("text/event-stream"):
-        state = accumulate(parse_events(data))
-        if state.error is not None:
-            return True, state.error
-        return True, state.message
-    try:
-        return False, json.loads(data) if data else None
-    except ValueError:
-        return False, data.decode("utf-8", errors="replace")
 
 
 def _is_stream(headers: Headers) -> bool:
@@ -274,39 +261,15 @@ class RecordingProxy:
         answer_headers: list[tuple[bytes, bytes]],
         received: list[bytes],
     ) -> None:
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers]
-        path = target.decode("latin-1")
-        secrets = secrets_of(headers, path.partition("?")[2])
-        try:
-            body: object = json.loads(raw) if raw else None
-        except (ValueError, RecursionError):
-            body = raw.decode("utf-8", errors="replace")
-        kept: dict[str, str] = {}
-        for k, v in answer_headers:
-            name = k.decode("latin-1").lower()
-            if name in RESPONSE_HEADERS:
-                value = v.decode("latin-1")
-                kept[name] = f"{kept[name]}, {value}" if name in kept else value
         data = received[0] if len(received) == 1 else b"".join(received)
-        stream, answer = _response_body(kept.get("content-type", ""), data)
-        version = next((v for k, v in headers if k.lower() == "anthropic-version"), None)
-        betas = [
-            b.strip()
-            for k, v in headers
-            if k.lower() == "anthropic-beta"
-            for b in v.split(",")
-            if b.strip()
-        ]
-        exchange = Exchange(
-            method=method,
-            path=redact_target(path, secrets),
-            body=redact(body, secrets),
-            status=status,
-            response=redact(answer, secrets),
-            betas=[str(redact(b, secrets)) for b in betas],
-            anthropic_version=None if version is None else str(redact(version, secrets)),
-            headers={k: str(redact(kept[k], secrets)) for k in RESPONSE_HEADERS if k in kept},
-            stream=stream,
+        exchange = exchange_of(
+            method,
+            target.decode("latin-1"),
+            [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers],
+            raw,
+            status,
+            [(k.decode("latin-1"), v.decode("latin-1")) for k, v in answer_headers],
+            data,
         )
         self.file.append(exchange)
         if self._on_exchange is not None:
