@@ -48,6 +48,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import sections_agent_memory
 import sections_fake
 import sections_mcp
 import sections_memory
@@ -56,7 +57,13 @@ from _registry import Bench, in_order
 from _report import as_json, environment, table
 
 #: The report's order of the section modules.
-SECTION_MODULES = (sections_fake, sections_memory, sections_served, sections_mcp)
+SECTION_MODULES = (
+    sections_fake,
+    sections_memory,
+    sections_served,
+    sections_mcp,
+    sections_agent_memory,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -125,6 +125,32 @@ def test_the_adapter_imports_none_of_the_fakes() -> None:
     assert set(loaded) == {"adapter", "anthropic", "httpx2"}
 
 
+def test_the_agent_memory_imports_neither_the_fakes_nor_mcp() -> None:
+    loaded = _loaded(
+        "import adapter.agent_memory\n"
+        "from adapter.agent_memory import ContextQAgentMemory, McpAgentMemory, "
+        "select_agent_memory\n"
+    )
+    assert set(loaded) <= {"adapter", "anthropic", "httpx2"}  # no fake, no mcp
+
+
+def test_the_mcp_agent_memory_without_mcp_falls_back_saying_what_to_install(
+    tmp_path: Path,
+) -> None:
+    code = (
+        "import logging, sys\n"
+        "logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format='%(message)s')\n"
+        "from adapter.agent_memory import LocalAgentMemory, select_agent_memory\n"
+        "env = {'CONTEXTQ_MEMORY_BACKEND': 'mcp', 'CONTEXT_API_URL': 'http://127.0.0.1:9',\n"
+        "       'CONTEXT_API_KEY': 'sk_live_' + 'a' * 40, 'CONTEXTQ_WORKSPACE': 'w'}\n"
+        f"m = select_agent_memory(env, directory={str(tmp_path)!r})\n"
+        "assert isinstance(m, LocalAgentMemory)\n"
+    )
+    result = _run(code, env=_env_without(tmp_path, ("mcp",)), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "the mcp backend needs mcp: pip install 'contextq-memory-tool[mcp]'" in result.stdout
+
+
 def test_the_memory_tool_works_without_the_fake_extra(tmp_path: Path) -> None:
     code = (
         "import httpx2\n"

@@ -133,3 +133,42 @@ def test_a_direct_call_raises_the_sdks_tool_error_from_where_the_readme_says() -
             memory.call({"command": "view", "path": "/memories/nope.md"})
         with pytest.raises(namespace["ToolError"]):
             memory.recall("")
+
+
+def _agent_memory_example() -> str:
+    text = README.read_text()
+    section = text[text.index("## Long-term memory for Python agents") :]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match, "the agent memory section has no python block"
+    return match.group(1)
+
+
+@pytest.mark.parametrize("backend", ["local", "contextq", "mcp"])
+def test_the_agent_memory_loop_runs_as_written(
+    backend: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Two runs of the README's loop: the second one's preamble holds what the first did."""
+    fake = FakeContextQ()
+    tenant = fake.create_tenant("acme")
+    fake.create_workspace(tenant, "agents")
+    with fake.serve() as served:
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("CONTEXTQ_MEMORY_BACKEND", backend)
+        monkeypatch.setenv("CONTEXT_API_URL", served.url)
+        monkeypatch.setenv("CONTEXT_API_KEY", fake.mint_key(tenant, ("read", "write")))
+        monkeypatch.setenv("CONTEXTQ_WORKSPACE", "agents")
+        namespace: dict[str, Any] = {}
+        exec(compile(_agent_memory_example(), "README.md", "exec"), namespace)
+        memory = namespace["memory"]
+        first = namespace["run_agent"]("run-1", "migrate the schema", ["plan", "apply"])
+        assert memory.get_record("run-1") == first
+        assert "migrate the schema" in memory.build_preamble("migrate the schema")
+        namespace["run_agent"]("run-2", "migrate the schema", ["verify"])
+        assert [r.run_id for r in memory.list_records()] == ["run-1", "run-2"]
+        assert memory.failures == []
+        if backend != "local":
+            resumed = memory.resume("run-2")
+            assert resumed is not None and resumed.checkpoint is not None
+            assert resumed.checkpoint.state == {"step": 1, "done": ["verify"]}
+            memory.close()
+    fake.close()
