@@ -3,6 +3,7 @@ agent core depends on alone (``AgentMemory``): a local default and two ContextQ 
 (REST and MCP), chosen by configuration, each best-effort (an outage is "no memory",
 never a failed run)."""
 
+from adapter.agent_memory.aio import AsyncAgentMemory, select_async_agent_memory
 from adapter.agent_memory.local import LocalAgentMemory, NoAgentMemory
 from adapter.agent_memory.port import AgentMemory, Failure
 from adapter.agent_memory.preamble import strip as strip_preamble
@@ -16,6 +17,7 @@ from adapter.agent_memory.select import select_agent_memory
 
 __all__ = [
     "AgentMemory",
+    "AsyncAgentMemory",
     "Capabilities",
     "ContextQAgentMemory",
     "Failure",
@@ -26,5 +28,6 @@ __all__ = [
     "RemoteAgentMemory",
     "RunRecord",
     "select_agent_memory",
+    "select_async_agent_memory",
     "strip_preamble",
 ]

@@ -4,6 +4,7 @@ record itself is one context (the listing); the preamble is one ``agent_boot``."
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from adapter.client import ContextQClient
     from adapter.mcp_client import SyncMcpClient
 
-SEQ_RETRIES = 5  # a checkpoint that keeps losing the seq race gives up (and is counted)
+SEQ_RETRIES = 10  # a checkpoint that keeps losing the seq race gives up (and is counted)
 MAX_SUMMARY = 2_000
 
 
@@ -61,6 +62,9 @@ class RemoteAgentMemory(BestEffort):
         self._seqs: dict[int, int] = {}
         self._handoff_llm = True
         self._last: RunRecord | None = None
+        # this process's own checkpoints of a session go one at a time; other processes'
+        # are the seq lock's business
+        self._checkpointing = threading.Lock()
 
     # --- the workspace trap ------------------------------------------------------------
 
@@ -233,6 +237,10 @@ class RemoteAgentMemory(BestEffort):
         check_run_id(run_id)
         if not isinstance(state, Mapping):
             raise ValueError("state must be a mapping")
+        with self._checkpointing:
+            return self._checkpoint(run_id, state, summary)
+
+    def _checkpoint(self, run_id: str, state: Mapping[str, Any], summary: str | None) -> int:
         session = self._known_session(run_id)
         if session is None:
             session = self._open_session(RunRecord(run_id, task="", status="running"))

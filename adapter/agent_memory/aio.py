@@ -1,0 +1,104 @@
+"""The async twin of every backend: ``AsyncAgentMemory`` runs the synchronous backend's
+methods on worker threads, so an asyncio agent awaits its memory without blocking its
+loop, and the backends' logic exists once."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from adapter.agent_memory.port import DEFAULT_MAX_CHARS, AgentMemory, Failure
+from adapter.agent_memory.records import Capabilities, IssueEvent, RunRecord
+from adapter.agent_memory.select import DEFAULT_DIRECTORY, select_agent_memory
+from adapter.types import AgentTask, BootPack, Lesson, Resume
+
+
+class AsyncAgentMemory:
+    """The same port, awaited; ``sync`` is the backend it runs."""
+
+    def __init__(self, sync: AgentMemory) -> None:
+        self.sync = sync
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.sync.capabilities
+
+    @property
+    def failures(self) -> list[Failure]:
+        return self.sync.failures
+
+    async def write_record(self, record: RunRecord) -> RunRecord | None:
+        return await asyncio.to_thread(self.sync.write_record, record)
+
+    async def list_records(self) -> list[RunRecord]:
+        return await asyncio.to_thread(self.sync.list_records)
+
+    async def get_record(self, run_id: str) -> RunRecord | None:
+        return await asyncio.to_thread(self.sync.get_record, run_id)
+
+    async def latest_record(self) -> RunRecord | None:
+        return await asyncio.to_thread(self.sync.latest_record)
+
+    async def list_open_issues(self) -> list[IssueEvent]:
+        return await asyncio.to_thread(self.sync.list_open_issues)
+
+    async def build_preamble(
+        self,
+        query: str,
+        *,
+        top_k: int = 5,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        parent_run_id: str | None = None,
+        chat_session_id: str | None = None,
+    ) -> str:
+        return await asyncio.to_thread(
+            lambda: self.sync.build_preamble(
+                query,
+                top_k=top_k,
+                max_chars=max_chars,
+                parent_run_id=parent_run_id,
+                chat_session_id=chat_session_id,
+            )
+        )
+
+    async def boot(self, goal: str, *, token_budget: int | None = None) -> BootPack | None:
+        return await asyncio.to_thread(lambda: self.sync.boot(goal, token_budget=token_budget))
+
+    async def begin_run(self, record: RunRecord) -> int | None:
+        return await asyncio.to_thread(self.sync.begin_run, record)
+
+    async def checkpoint(
+        self, run_id: str, state: Mapping[str, Any], *, summary: str | None = None
+    ) -> int | None:
+        return await asyncio.to_thread(lambda: self.sync.checkpoint(run_id, state, summary=summary))
+
+    async def resume(self, run_id: str) -> Resume | None:
+        return await asyncio.to_thread(self.sync.resume, run_id)
+
+    async def open_tasks(self, run_id: str) -> list[AgentTask]:
+        return await asyncio.to_thread(self.sync.open_tasks, run_id)
+
+    async def add_lesson(
+        self, text: str, *, run_id: str | None = None, tags: Iterable[str] = ()
+    ) -> Lesson | None:
+        return await asyncio.to_thread(
+            lambda: self.sync.add_lesson(text, run_id=run_id, tags=tuple(tags))
+        )
+
+    async def handoff(self, run_id: str) -> str | None:
+        return await asyncio.to_thread(self.sync.handoff, run_id)
+
+
+async def select_async_agent_memory(
+    env: Mapping[str, str] | None = None,
+    *,
+    directory: str | os.PathLike[str] = DEFAULT_DIRECTORY,
+    strict: bool = False,
+) -> AsyncAgentMemory:
+    """``select_agent_memory``, its probe run off the loop."""
+    chosen = await asyncio.to_thread(
+        lambda: select_agent_memory(env, directory=directory, strict=strict)
+    )
+    return AsyncAgentMemory(chosen)
