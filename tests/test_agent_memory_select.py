@@ -137,3 +137,50 @@ def test_local_writes_leave_no_temporary_files_and_skip_damaged_ones(tmp_path: P
     (tmp_path / "r2.json").write_text("{not json")
     assert [r.run_id for r in memory.list_records()] == ["r1"]
     assert [f.method for f in memory.failures] == ["read"]
+
+
+CRASHING_AGENT = """
+import os, sys, time
+from adapter.agent_memory import RunRecord, select_agent_memory
+
+memory = select_agent_memory()
+memory.begin_run(RunRecord("crash-1", task="a long job", status="running"))
+memory.checkpoint("crash-1", {"step": 1}, summary="step one done")
+memory.checkpoint("crash-1", {"step": 2}, summary="step two done")
+print("checkpointed", flush=True)
+time.sleep(60)  # killed here, before step three and before its record is written
+"""
+
+
+@pytest.mark.parametrize("backend", ["contextq", "mcp"])
+def test_a_run_killed_between_checkpoints_resumes_in_the_next_process(
+    tmp_path: Path, served: tuple[ServedFake, str], backend: str
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    env = {**os.environ, **_env(served, backend)}
+    agent = subprocess.Popen(
+        [sys.executable, "-c", CRASHING_AGENT], env=env, cwd=tmp_path,
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert agent.stdout is not None
+        assert agent.stdout.readline().strip() == "checkpointed"
+    finally:
+        agent.send_signal(signal.SIGKILL)
+        agent.wait(timeout=30)
+    memory = select_agent_memory(_env(served, backend), directory=tmp_path)
+    try:
+        resumed = memory.resume("crash-1")
+        assert resumed is not None and resumed.checkpoint is not None
+        assert (resumed.checkpoint.seq, resumed.checkpoint.state) == (2, {"step": 2})
+        assert resumed.checkpoint.summary == "step two done"
+        assert memory.checkpoint("crash-1", {"step": 3}) == 3
+        record = memory.get_record("crash-1")
+        assert record is not None and record.status == "running"
+        assert memory.failures == []
+    finally:
+        _close(memory)
