@@ -16,7 +16,7 @@ import pytest
 
 from contextq_fixtures import live_fixtures, recordings
 from contextq_fixtures._extra import needs_extra
-from contextq_fixtures._state import MARKER, MARKER_OPTIONS, MODEL_KEY
+from contextq_fixtures._state import CALL_FAILED, MARKER, MARKER_OPTIONS, MODEL_KEY
 from contextq_fixtures.fixtures import (
     ContextQServer,
     async_contextq_client,
@@ -98,13 +98,20 @@ def scripted_model(request: pytest.FixtureRequest) -> Iterator[ScriptedModel]:
     model = recordings.model_for(request) or ScriptedModel()
     request.node.stash[MODEL_KEY] = model
     yield model
-    model.verify()
+    if not request.node.stash.get(CALL_FAILED, False):
+        model.verify()  # a failed test already carries the problems in its report
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, Any, None]:
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
+    if report.when == "call" and report.failed:
+        item.stash[CALL_FAILED] = True
+        model: Any = item.stash.get(MODEL_KEY, None)
+        found = [] if model is None else model.problems()
+        if found:  # one report of the cause: the teardown's verify() would only repeat it
+            report.sections.append(("scripted model problems", "\n".join(found)))
     if report.failed and item.config.getoption(REPORT_OPTION) != "never":
         for title, text in sections(item):
             report.sections.append((title, text))

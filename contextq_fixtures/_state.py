@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 # Typed by annotation only: loading the plugin must not import the fake.
 FAKE_KEY: pytest.StashKey[FakeContextQ] = pytest.StashKey()
 MODEL_KEY = pytest.StashKey[Any]()
+CALL_FAILED = pytest.StashKey[bool]()  # the test itself failed: its report has the causes
 MARKER = "contextq"
 MARKER_OPTIONS = ("plan", "tenant", "workspace", "embeddings", "llm")
 

@@ -109,7 +109,15 @@ def model_for(request: pytest.FixtureRequest) -> ScriptedModel | None:
             api_key=os.environ[KEY_VARIABLE],
             upstream=os.environ.get(UPSTREAM_VARIABLE) or DEFAULT_UPSTREAM,
         )
-        request.addfinalizer(model.close)
+
+        def finish() -> None:
+            model.close()
+            if not _holds_exchanges(path):
+                # nothing was recorded (the upstream never answered): no empty file that a
+                # later --anthropic-record-mode=once would take for a recording
+                path.unlink(missing_ok=True)
+
+        request.addfinalizer(finish)
         return model
     if not path.exists():
         raise pytest.fail.Exception(
@@ -121,6 +129,15 @@ def model_for(request: pytest.FixtureRequest) -> ScriptedModel | None:
     if match not in ("strict", "order"):
         raise pytest.UsageError(f"@pytest.mark.{MARKER}: match is 'strict' or 'order'")
     return ScriptedModel.from_recording(path, match="order" if match == "order" else "strict")
+
+
+def _holds_exchanges(path: Path) -> bool:
+    from fake_anthropic import load_recording
+
+    try:
+        return bool(load_recording(path))
+    except (OSError, ValueError):
+        return False
 
 
 __all__ = [

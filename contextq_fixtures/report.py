@@ -14,7 +14,7 @@ def sections(item: pytest.Item) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     fake = item.stash.get(FAKE_KEY, None)
     if fake is not None:
-        out.append(("ContextQ requests (fake_contextq.http.journal)", fake.journal.table()))
+        out.append(("ContextQ requests (fake_contextq.journal)", fake.journal.table()))
     model: Any = item.stash.get(MODEL_KEY, None)
     if model is not None:
         out.append(("scripted model transcript", model.transcript()))

@@ -55,7 +55,8 @@ import json
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import TracebackType
+from typing import TYPE_CHECKING, Self
 
 import anthropic
 import httpx2
@@ -214,6 +215,26 @@ class ScriptedModel:
         was used up, a script function failed, a call named an undeclared tool...), or if
         turns were left unplayed and ``allow_unused()`` was not called."""
         self._engine.verify()
+
+    def problems(self) -> list[str]:
+        """What ``verify()`` would report, as a list (empty when it would pass)."""
+        return self._engine.problems()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Leaving the block stops what the model serves and, unless the block raised,
+        verifies it: ``with ScriptedModel.from_recording(FILE) as model:`` fails on drift
+        or an unplayed recording without a ``verify()`` to forget."""
+        self.close()
+        if exc_type is None:
+            self.verify()
 
     # --- the record ---------------------------------------------------------------
 

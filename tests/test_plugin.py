@@ -49,7 +49,7 @@ def test_a_failure_report_shows_the_journal(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*ContextQ requests (fake_contextq.http.journal)*",
+            "*ContextQ requests (fake_contextq.journal)*",
             "*method*target*status*tenant*ms*",
             "*POST*/api/contexts*201*",
         ]

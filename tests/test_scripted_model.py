@@ -922,3 +922,23 @@ def test_script_accepts_blocks_turns_and_functions() -> None:
         ("1", "end_turn", None),
     ]
     model.verify()
+
+
+def test_as_a_context_manager_the_model_verifies_on_leaving() -> None:
+    from fake_anthropic import ScriptedModel, text
+
+    with ScriptedModel() as model:
+        model.script(text("played"))
+        model.client.messages.create(
+            model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
+        )
+    with pytest.raises(AssertionError, match="never played"), ScriptedModel() as unplayed:
+        unplayed.script(text("left over"))
+
+    def failing_block() -> None:
+        with ScriptedModel() as failing:
+            failing.script(text("left over"))
+            raise KeyError("the test's own failure")
+
+    with pytest.raises(KeyError):  # the block's own error wins over the unplayed turn
+        failing_block()
