@@ -64,7 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{MARKER}({', '.join(f'{o}=...' for o in MARKER_OPTIONS)}): configure the "
         "fake_contextq fixture of this test (plan of the tenant, its name, the workspace "
-        "slug, embeddings on/off, an LLM for handoffs)",
+        "slug, embeddings on/off, an LLM for handoffs, the scopes of contextq_api_key)",
     )
     live_fixtures.configure(config)
     recordings.configure(config)

@@ -14,7 +14,7 @@ FAKE_KEY: pytest.StashKey[FakeContextQ] = pytest.StashKey()
 MODEL_KEY = pytest.StashKey[Any]()
 CALL_FAILED = pytest.StashKey[bool]()  # the test itself failed: its report has the causes
 MARKER = "contextq"
-MARKER_OPTIONS = ("plan", "tenant", "workspace", "embeddings", "llm")
+MARKER_OPTIONS = ("plan", "tenant", "workspace", "embeddings", "llm", "scopes")
 
 
 def marker_options(node: pytest.Item | Any) -> dict[str, Any]:

@@ -59,11 +59,20 @@ def contextq_tenant(request: pytest.FixtureRequest, fake_contextq: FakeContextQ)
 
 
 @pytest.fixture
-def contextq_api_key(fake_contextq: FakeContextQ, contextq_tenant: Tenant) -> str:
-    """A plaintext ``sk_live_`` key of the tenant with read, write and admin scopes."""
+def contextq_api_key(
+    request: pytest.FixtureRequest, fake_contextq: FakeContextQ, contextq_tenant: Tenant
+) -> str:
+    """A plaintext ``sk_live_`` key of the tenant: read, write and admin unless the marker's
+    ``scopes=`` names others (``scopes=("read",)``, ``scopes=()`` for none), so every
+    fixture bound to the key (the memory tool, the clients, MCP) has those scopes."""
     from adapter import wire
 
-    return fake_contextq.mint_key(contextq_tenant, wire.SCOPES)
+    scopes = marker_options(request.node).get("scopes", wire.SCOPES)
+    if isinstance(scopes, str) or not all(isinstance(s, str) for s in scopes):
+        raise pytest.UsageError(
+            f"@pytest.mark.contextq(scopes=...) takes a tuple of scope names, got {scopes!r}"
+        )
+    return fake_contextq.mint_key(contextq_tenant, tuple(scopes))
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -10,11 +10,19 @@ from typing import TYPE_CHECKING, Any, Self
 import httpx2
 
 from adapter import wire
-from fake_contextq.domain import render
+from fake_contextq.domain import quota, render
 from fake_contextq.domain.backend import ContextQBackend
 from fake_contextq.domain.embeddings import Embedder, checked, hashing_embedder
 from fake_contextq.domain.handoff import Summariser, builtin_summariser
-from fake_contextq.domain.records import ApiKey, AuditRow, Context, Lesson, Tenant, Workspace
+from fake_contextq.domain.records import (
+    ApiKey,
+    AuditRow,
+    Context,
+    Lesson,
+    Principal,
+    Tenant,
+    Workspace,
+)
 from fake_contextq.domain.store import Store
 from fake_contextq.http._io import ASGIApp
 from fake_contextq.http.app import create_app
@@ -112,6 +120,80 @@ class FakeContextQ:
 
     def create_workspace(self, tenant: TenantRef, slug: str, name: str | None = None) -> Workspace:
         return self.backend.add_workspace(_tenant_id(tenant), slug, name)
+
+    def fill(
+        self,
+        tenant: TenantRef,
+        count: int | None = None,
+        *,
+        workspace: str | None = None,
+        prefix: str = "fill",
+    ) -> int:
+        """Add ``count`` contexts to the tenant (default: as many as its plan's quota has
+        room for, so the next create is the 402), in bulk upserts of the API's largest
+        batch, through the same rules as the API. Returns how many were added."""
+        tenant_id = _tenant_id(tenant)
+        if count is None:
+            limit = wire.PLAN_CONTEXT_QUOTAS[quota.canonical_plan(self.tenant(tenant_id).plan)]
+            if limit is None:
+                raise ValueError("the tenant's plan has no quota: give fill() a count")
+            count = limit - len(self.contexts(tenant_id))
+        if count < 0:
+            raise ValueError(f"count must be at least 0, not {count}")
+        principal = Principal(tenant_id, wire.SCOPES, "fake.fill")
+        existing = len(self.contexts(tenant_id))
+        for start in range(0, count, wire.BULK_MAX_ITEMS):
+            items = [
+                {
+                    "type": "reference",
+                    "title": f"{prefix} {existing + i + 1}",
+                    "content": f"{prefix} context {existing + i + 1}",
+                    "externalId": f"{prefix}:{existing + i + 1}",
+                    **({"workspace": workspace} if workspace is not None else {}),
+                }
+                for i in range(start, min(count, start + wire.BULK_MAX_ITEMS))
+            ]
+            self.backend.bulk_upsert(principal, {"contexts": items})
+        return count
+
+    def seed_files(
+        self,
+        api_key: str,
+        files: Mapping[str, str],
+        *,
+        workspace: str | None = None,
+        tag: str = "mem-tool",
+    ) -> None:
+        """Create memory files as the memory tool would (``{"/memories/...": text}``), with
+        that tool itself: what a test then reads through the tool is exactly this."""
+        from adapter import ContextQMemoryTool
+
+        tool = ContextQMemoryTool(api_key, http_client=self.client(), workspace=workspace, tag=tag)
+        try:
+            for path, text in files.items():
+                tool.call({"command": "create", "path": path, "file_text": text})
+        finally:
+            tool.close()
+
+    def memory_files(
+        self, tenant: TenantRef, workspace: str | None = None, *, tag: str = "mem-tool"
+    ) -> dict[str, str]:
+        """The memory tool's files of the tenant as the model sees them: ``{path: content}``,
+        paths as a tool pinned to ``workspace`` shows them (without one, the first
+        directory below ``/memories`` is the workspace)."""
+        from adapter.paths import ROOT, decode_external_id
+
+        files: dict[str, str] = {}
+        for c in self.contexts(tenant):
+            owner = decode_external_id(tag, c.external_id)
+            if owner is None:
+                continue
+            slug, rest = owner
+            if workspace is None:
+                files[f"{ROOT}/{slug}/{rest}"] = c.content
+            elif slug == workspace:
+                files[f"{ROOT}/{rest}"] = c.content
+        return dict(sorted(files.items()))
 
     # ----- state for assertions -----
 

@@ -254,3 +254,34 @@ def test_threads_that_come_and_go_leave_no_event_loops_behind(fake: FakeContextQ
         gc.collect()
         assert statuses == [200] * 31
         assert open_fds() - before < 10  # a loop per thread left open would be 3 fds each
+
+
+def test_fill_brings_a_tenant_to_its_quota_and_counts_what_it_added() -> None:
+    fake = FakeContextQ()
+    tenant = fake.create_tenant("acme", plan="free")
+    assert fake.fill(tenant, 30) == 30
+    assert fake.fill(tenant) == 70
+    assert len(fake.contexts(tenant)) == 100
+    pro = fake.create_tenant("big", plan="pro")
+    assert fake.fill(pro, 600) == 600  # more than one bulk upsert
+    with pytest.raises(ValueError, match="no quota"):
+        fake.fill(fake.create_tenant("ent", plan="enterprise"))
+    with pytest.raises(ValueError, match="at least 0"):
+        fake.fill(tenant, -1)
+
+
+def test_memory_files_show_paths_as_the_tool_does() -> None:
+    fake = FakeContextQ()
+    tenant = fake.create_tenant("acme")
+    fake.create_workspace(tenant, "notes")
+    key = fake.mint_key(tenant, ("read", "write"))
+    fake.seed_files(key, {"/memories/a.md": "A\n", "/memories/dir/b.md": "B\n"}, workspace="notes")
+    fake.seed_files(key, {"/memories/notes/c.md": "C\n"})  # default mode: workspace first
+    assert fake.memory_files(tenant, "notes") == {
+        "/memories/a.md": "A\n",
+        "/memories/c.md": "C\n",
+        "/memories/dir/b.md": "B\n",
+    }
+    assert set(fake.memory_files(tenant)) == {
+        "/memories/notes/a.md", "/memories/notes/c.md", "/memories/notes/dir/b.md"
+    }  # fmt: skip

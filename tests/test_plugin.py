@@ -104,7 +104,9 @@ def test_generated_commands_run_without_crashing(command: dict[str, object]) -> 
         assert isinstance(tool.call(command), str)
 
 
-@pytest.mark.parametrize("name", ["test_readme_example.py", "test_mcp_example.py"])
+@pytest.mark.parametrize(
+    "name", ["test_readme_example.py", "test_mcp_example.py", "test_negative_recipes.py"]
+)
 def test_the_readme_examples_are_the_downstream_examples(name: str) -> None:
     readme = (DOWNSTREAM.parent.parent / "README.md").read_text()
     example = (DOWNSTREAM / name).read_text()
