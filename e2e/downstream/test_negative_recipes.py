@@ -4,7 +4,7 @@ from anthropic.lib.tools import ToolError
 
 @pytest.mark.contextq(scopes=("read",))
 def test_a_read_only_key_cannot_write_a_memory(memory_tool):
-    with pytest.raises(ToolError, match="lacks the .write. scope"):
+    with pytest.raises(ToolError, match="lacks the 'write' scope"):
         memory_tool.call({"command": "create", "path": "/memories/a.md", "file_text": "x"})
 
 
