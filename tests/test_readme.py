@@ -171,3 +171,16 @@ def test_the_agent_memory_loop_runs_as_written(
             assert resumed.checkpoint.state == {"step": 1, "done": ["verify"]}
             memory.close()
     fake.close()
+
+
+def test_the_tested_with_version_is_the_installed_one() -> None:
+    """The README names the Anthropic SDK the suite runs with; when pip resolves a newer
+    minor release, this fails until the README (and a look at what changed) catch up."""
+    from importlib.metadata import version
+
+    stated = re.search(r"Tested with `anthropic` (\d+\.\d+)", README.read_text())
+    assert stated, "the README names no tested-with anthropic version"
+    installed = ".".join(version("anthropic").split(".")[:2])
+    assert stated.group(1) == installed, (
+        f"the README says anthropic {stated.group(1)}, the suite runs {version('anthropic')}"
+    )
