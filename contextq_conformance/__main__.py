@@ -5,8 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from contextq_conformance._names import TARGETS, UNREACHABLE_EXIT
+
+#: What the fake targets need (the ``fake`` extra), looked for without importing it.
+FAKE_EXTRA = ("fastapi", "starlette", "uvicorn", "sqlalchemy", "mcp", "bcrypt")
+
+
+def _require(names: Sequence[str]) -> None:
+    import importlib.util
+
+    for name in names:
+        if importlib.util.find_spec(name) is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -25,6 +37,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if rest[:1] == ["--"]:
         rest = rest[1:]
     pytest_args = [
+        # its own configuration, not that of the project it is run from
+        "-c",
+        str(Path(__file__).with_name("pytest.ini")),
         "--pyargs",
         "contextq_conformance",
         "-p",
@@ -41,7 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         import pytest
 
         if args.target != "live":
-            import fake_contextq.fake  # noqa: F401  (the fake targets need the fake extra)
+            _require(FAKE_EXTRA)  # found, not imported: a module imported before pytest
+            # starts cannot be assertion-rewritten, and pytest would warn of each one
         else:
             from contextq_conformance.targets import live_unreachable
     except ModuleNotFoundError as exc:

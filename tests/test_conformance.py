@@ -195,3 +195,14 @@ def test_the_command_explains_itself() -> None:
     assert result.returncode == 0
     assert "--target {in-process,served,live}" in result.stdout
     assert "--report PATH" in result.stdout
+
+
+def test_a_run_reads_none_of_the_projects_config_and_warns_of_nothing(tmp_path: Path) -> None:
+    """Run from a downstream project: its pytest configuration is not the suite's."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\naddopts = "--an-option-of-that-project"\n'
+    )
+    result = conformance("--target", "in-process", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "configfile: " in result.stdout and "pyproject.toml" not in result.stdout
+    assert "warning" not in result.stdout.lower()
