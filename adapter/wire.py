@@ -553,11 +553,22 @@ def mcp_save_title(content: str) -> str:
     return MCP_UNTITLED
 
 
+MCP_ERROR_PREFIX: Final = "ContextQ"  # [assumed] a tool error's text opens with it
+_MCP_ERROR_STATUS: Final = re.compile(rf"{MCP_ERROR_PREFIX} (\d{{3}}) ")
+
+
+def mcp_error_status(text: str) -> int | None:
+    """The REST status a tool error's text names (``mcp_error_text``'s), or None."""
+    found = _MCP_ERROR_STATUS.match(text)
+    return int(found.group(1)) if found else None
+
+
 def mcp_error_text(status: int, body: Mapping[str, Any]) -> str:
     """[assumed] The text of a tool error: the REST status, code, message and each
     validation issue, so a model (and a person reading a transcript) sees exactly what
     ContextQ refused and why."""
-    text = f"ContextQ {status} {body.get('error', 'error')}: {body.get('message', '')}".rstrip()
+    text = f"{MCP_ERROR_PREFIX} {status} {body.get('error', 'error')}: {body.get('message', '')}"
+    text = text.rstrip()
     issues = body.get("issues")
     if isinstance(issues, list) and issues:
         shown = [

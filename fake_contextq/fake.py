@@ -133,15 +133,15 @@ class FakeContextQ:
         room for, so the next create is the 402), in bulk upserts of the API's largest
         batch, through the same rules as the API. Returns how many were added."""
         tenant_id = _tenant_id(tenant)
+        existing = len(self.contexts(tenant_id))
         if count is None:
-            limit = wire.PLAN_CONTEXT_QUOTAS[quota.canonical_plan(self.tenant(tenant_id).plan)]
+            limit = quota.context_limit(self.tenant(tenant_id).plan)
             if limit is None:
                 raise ValueError("the tenant's plan has no quota: give fill() a count")
-            count = limit - len(self.contexts(tenant_id))
+            count = limit - existing
         if count < 0:
             raise ValueError(f"count must be at least 0, not {count}")
         principal = Principal(tenant_id, wire.SCOPES, "fake.fill")
-        existing = len(self.contexts(tenant_id))
         for start in range(0, count, wire.BULK_MAX_ITEMS):
             items = [
                 {

@@ -4,7 +4,6 @@ subclasses for a refusal, so the backend above handles them once."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -104,9 +103,6 @@ class RestRemote:
         self.client.close()
 
 
-_STATUS = re.compile(r"ContextQ (\d{3}) ")
-
-
 def _wire_context(body: Mapping[str, Any]) -> dict[str, Any]:
     names = wire.CONTEXT_WIRE_NAMES
     return {names.get(k, k): v for k, v in body.items()}
@@ -130,8 +126,7 @@ class McpRemote:
         if result.is_error:
             body = dict(result.structured_content or {})
             text = result_text(result)
-            found = _STATUS.match(text)
-            status = int(found.group(1)) if found else 500
+            status = wire.mcp_error_status(text) or 500
             code = body.get("error")
             cls = error_class(status, code if isinstance(code, str) else None)
             details = {k: v for k, v in body.items() if k not in ("error", "message")}
