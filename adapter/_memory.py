@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, TypeAlias, TypeVar
 
 from anthropic.lib.tools import ToolError
+from pydantic import TypeAdapter
+from pydantic import ValidationError as PydanticValidationError
 
 from adapter import _api, errors, paths
 from adapter._api import Call
@@ -30,6 +32,7 @@ from adapter.wire import (
     MAX_WORKSPACE_SLUG_CHARS,
     SEARCH_MAX_LIMIT,
     WORKSPACE_SLUG_RE,
+    has_forbidden_char,
 )
 
 MAX_LINES = 999_999
@@ -182,31 +185,38 @@ def tree(rows: Iterable[tuple[str, int]], depth: int = 2) -> list[tuple[int, str
     return out
 
 
-_STR, _INT = "a string", "an integer"
+_STR, _INT, _INTS = "a string", "an integer", "a list of integers"
 # command -> field -> (what it must be, required)
 _INPUT: dict[str, dict[str, tuple[str, bool]]] = {
-    "view": {"path": (_STR, True), "view_range": ("a list of integers", False)},
+    "view": {"path": (_STR, True), "view_range": (_INTS, False)},
     "create": {"path": (_STR, True), "file_text": (_STR, True)},
     "str_replace": {"path": (_STR, True), "old_str": (_STR, True), "new_str": (_STR, False)},
     "insert": {"path": (_STR, True), "insert_line": (_INT, True), "insert_text": (_STR, True)},
     "delete": {"path": (_STR, True)},
     "rename": {"old_path": (_STR, True), "new_path": (_STR, True)},
 }
+# Fields whose text becomes a file's content, which ContextQ cannot hold NUL in.
+_STORED = frozenset({"file_text", "new_str", "insert_text"})
+# The SDK builds a command by validating the input against its command models (pydantic,
+# lax), so it reads insert_line "1", 1.0 or true as 1 and view_range ["1", "2"] as [1, 2];
+# numbers are read here exactly as that validation reads them.
+_NUMBERS: dict[str, TypeAdapter[Any]] = {_INT: TypeAdapter(int), _INTS: TypeAdapter(list[int])}
+_MISFIT = object()
 
 
-def _fits(value: Any, kind: str) -> bool:
+def _read(value: Any, kind: str) -> Any:
+    """``value`` as the SDK's command would hold it, or ``_MISFIT``."""
     if kind == _STR:
-        return isinstance(value, str)
-    if kind == _INT:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, list) and all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value
-    )
+        return value if isinstance(value, str) else _MISFIT
+    try:
+        return _NUMBERS[kind].validate_python(value)
+    except PydanticValidationError:
+        return _MISFIT
 
 
-def check_input(value: object) -> None:
-    """Refuse malformed tool input with a ToolError the model can act on, before the SDK
-    builds a command from it (it does not check types, so Python errors would escape)."""
+def check_input(value: object) -> dict[str, Any]:
+    """The tool input as the SDK's command would read it, or a ToolError the model can act
+    on: the SDK does not refuse what it cannot read, so Python errors would escape."""
     if not isinstance(value, dict):
         raise ToolError(
             f"The memory tool's input must be an object with a 'command', got {value!r:.80}."
@@ -217,14 +227,18 @@ def check_input(value: object) -> None:
         raise ToolError(
             f"Unknown memory command {command!r:.40}; the commands are {', '.join(_INPUT)}."
         )
+    checked = dict(value)
     for name, (kind, required) in fields.items():
         if name not in value or value[name] is None:
             if required:
                 raise ToolError(f"The {command} command needs '{name}' ({kind}).")
             continue
-        item = value[name]
-        if not _fits(item, kind):
-            raise ToolError(f"'{name}' of the {command} command must be {kind}, got {item!r:.60}.")
+        item = _read(value[name], kind)
+        if item is _MISFIT:
+            raise ToolError(
+                f"'{name}' of the {command} command must be {kind}, got {value[name]!r:.60}."
+            )
+        checked[name] = item
         if isinstance(item, str):
             try:
                 item.encode("utf-8")
@@ -233,6 +247,12 @@ def check_input(value: object) -> None:
                     f"'{name}' of the {command} command holds an unpaired surrogate "
                     "(half of a UTF-16 pair), which cannot be stored as text."
                 ) from None
+            if name in _STORED and has_forbidden_char(item):
+                raise ToolError(
+                    f"'{name}' of the {command} command holds a NUL character (U+0000), "
+                    "which ContextQ cannot store in a memory file; remove it."
+                )
+    return checked
 
 
 def explain(exc: errors.ContextQError) -> ToolError:

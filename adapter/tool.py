@@ -145,9 +145,8 @@ class ContextQMemoryTool(BetaAbstractMemoryTool):
             return _drive_sync(self.client, plan)
 
     def call(self, input: object) -> Any:
-        """Check the input's shape first: the SDK builds commands without checking types."""
-        check_input(input)
-        return super().call(input)
+        """Read the input as the SDK does, refusing what it cannot read (it would raise)."""
+        return super().call(check_input(input))
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         return self._run(self.core.view(command.path, command.view_range))
@@ -255,8 +254,7 @@ class AsyncContextQMemoryTool(BetaAsyncAbstractMemoryTool):
             return await _drive_async(self.client, plan)
 
     async def call(self, input: object) -> Any:
-        check_input(input)
-        return await super().call(input)
+        return await super().call(check_input(input))
 
     async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         return await self._run(self.core.view(command.path, command.view_range))

@@ -109,10 +109,24 @@ old_strs = st.sampled_from(
 )
 new_strs = st.sampled_from(("", "qux", "foo", "a\nb", "é"))
 insert_texts = st.sampled_from(("new", "new\n", "", "two\nlines\n", "foo"))
+
+
+def loosely(numbers: st.SearchStrategy[int]) -> st.SearchStrategy[object]:
+    """A line number as a model may send it: the SDK reads "3", " 3", 3.0 and true as
+    numbers (pydantic's lax validation), and the adapter must read them the same."""
+    return st.one_of(
+        numbers,
+        numbers.flatmap(lambda n: st.sampled_from((str(n), f" {n}", float(n)))),
+        st.booleans(),
+    )
+
+
+line_numbers = loosely(st.integers(-1, 7))
 view_ranges = st.one_of(
     st.none(),
     st.lists(st.integers(-1, 6), min_size=2, max_size=2),
     st.lists(st.integers(-1, 6), min_size=1, max_size=3),
+    st.lists(loosely(st.integers(-1, 6)), min_size=2, max_size=2),
 )
 
 # One line of a directory listing: "<size>\t<path>".
@@ -269,7 +283,7 @@ class MemoryDifferential(RuleBasedStateMachine):
             self.run({"command": "create", "path": path, "file_text": file_text})
 
     @rule(path=any_paths, view_range=view_ranges)
-    def view(self, path: str, view_range: list[int] | None) -> None:
+    def view(self, path: str, view_range: list[object] | None) -> None:
         command: dict[str, Any] = {"command": "view", "path": path}
         if view_range is not None:
             command["view_range"] = view_range
@@ -283,8 +297,8 @@ class MemoryDifferential(RuleBasedStateMachine):
     def str_replace(self, path: str, old_str: str, new_str: str) -> None:
         self.run({"command": "str_replace", "path": path, "old_str": old_str, "new_str": new_str})
 
-    @rule(path=any_paths, insert_line=st.integers(-1, 7), insert_text=insert_texts)
-    def insert(self, path: str, insert_line: int, insert_text: str) -> None:
+    @rule(path=any_paths, insert_line=line_numbers, insert_text=insert_texts)
+    def insert(self, path: str, insert_line: object, insert_text: str) -> None:
         self.run(
             {
                 "command": "insert",
@@ -310,7 +324,7 @@ class MemoryDifferential(RuleBasedStateMachine):
 
     @precondition(lambda self: bool(sdk_files(self.root)))
     @rule(data=st.data(), view_range=view_ranges)
-    def view_existing(self, data: st.DataObject, view_range: list[int] | None) -> None:
+    def view_existing(self, data: st.DataObject, view_range: list[object] | None) -> None:
         self.view(self.existing_file(data), view_range)
 
     @precondition(lambda self: bool(sdk_files(self.root)))
@@ -319,8 +333,8 @@ class MemoryDifferential(RuleBasedStateMachine):
         self.str_replace(self.existing_file(data), old_str, new_str)
 
     @precondition(lambda self: bool(sdk_files(self.root)))
-    @rule(data=st.data(), insert_line=st.integers(-1, 7), insert_text=insert_texts)
-    def insert_existing(self, data: st.DataObject, insert_line: int, insert_text: str) -> None:
+    @rule(data=st.data(), insert_line=line_numbers, insert_text=insert_texts)
+    def insert_existing(self, data: st.DataObject, insert_line: object, insert_text: str) -> None:
         self.insert(self.existing_file(data), insert_line, insert_text)
 
 

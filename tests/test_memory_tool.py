@@ -664,8 +664,26 @@ def test_a_delete_whose_row_is_already_gone_succeeds(
         ({"command": "view", "path": "/memories", "view_range": [1.5, 2]}, "list of integers"),
         ({"command": "create", "path": "/memories/a.md"}, "needs 'file_text'"),
         (
-            {"command": "insert", "path": "/memories/a.md", "insert_line": "1", "insert_text": "x"},
+            {"command": "insert", "path": "/memories/a.md", "insert_line": "x", "insert_text": "x"},
             "must be an integer",
+        ),
+        (
+            {"command": "insert", "path": "/memories/a.md", "insert_line": 1.5, "insert_text": "x"},
+            "must be an integer",
+        ),
+        ({"command": "create", "path": "/memories/a.md", "file_text": "a\x00b"}, "NUL character"),
+        (
+            {
+                "command": "insert",
+                "path": "/memories/a.md",
+                "insert_line": 0,
+                "insert_text": "\x00",
+            },
+            "'insert_text' of the insert command holds a NUL character",
+        ),
+        (
+            {"command": "str_replace", "path": "/memories/a.md", "old_str": "a", "new_str": "\x00"},
+            "'new_str' of the str_replace command holds a NUL character",
         ),
         ({"command": "str_replace", "path": "/memories/a.md", "new_str": "x"}, "needs 'old_str'"),
         ({"command": "create", "path": "/memories/a.md", "file_text": "\ud800"}, "surrogate"),
@@ -678,6 +696,64 @@ def test_malformed_input_is_a_tool_error(
 ) -> None:
     with pytest.raises(ToolError, match=fragment):
         pinned.call(tool_input)
+
+
+@pytest.mark.parametrize("line", ["1", " 1", "1.0", 1.0, True])
+def test_a_line_number_is_read_as_the_sdk_reads_it(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool, line: object
+) -> None:
+    """The SDK validates its commands leniently (pydantic), so a model's "1" or 1.0 works
+    there; it must work here too, with the same result."""
+    run(pinned, "create", path="/memories/a.md", file_text="one\ntwo\n")
+    assert run(
+        pinned, "insert", path="/memories/a.md", insert_line=line, insert_text="between"
+    ) == ("The file /memories/a.md has been edited.")
+    assert [c.content for c in fake.contexts(tenant)] == ["one\nbetween\ntwo\n"]
+    shown = run(pinned, "view", path="/memories/a.md", view_range=[line, "2"])
+    assert shown.splitlines()[1:] == ["     1\tone", "     2\tbetween"]
+
+
+def test_the_async_tool_reads_line_numbers_as_the_sync_one(
+    fake: FakeContextQ, key: str, acme: str
+) -> None:
+    async def main() -> str:
+        tool = AsyncContextQMemoryTool(key, http_client=fake.async_client(), workspace=acme)
+        await tool.call({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
+        result: str = await tool.call(
+            {"command": "insert", "path": "/memories/a.md", "insert_line": "0", "insert_text": "z"}
+        )
+        with pytest.raises(ToolError, match="must be an integer, got 'zero'"):
+            await tool.call(
+                {
+                    "command": "insert",
+                    "path": "/memories/a.md",
+                    "insert_line": "zero",
+                    "insert_text": "z",
+                }
+            )
+        return result
+
+    assert asyncio.run(main()) == "The file /memories/a.md has been edited."
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        {"command": "create", "path": "/memories/b.md", "file_text": "a\x00b"},
+        {"command": "str_replace", "path": "/memories/a.md", "old_str": "x", "new_str": "\x00"},
+        {"command": "insert", "path": "/memories/a.md", "insert_line": 0, "insert_text": "\x00"},
+    ],
+)
+def test_nul_in_file_text_is_refused_by_the_tool_before_any_request(
+    fake: FakeContextQ, tenant: Tenant, pinned: ContextQMemoryTool, command: dict[str, Any]
+) -> None:
+    run(pinned, "create", path="/memories/a.md", file_text="x\n")
+    before = len(fake.journal)
+    message = fails(pinned, **command)
+    assert "holds a NUL character (U+0000), which ContextQ cannot store" in message
+    assert "ContextQ error" not in message and "400" not in message
+    assert len(fake.journal) == before
+    assert [c.content for c in fake.contexts(tenant)] == ["x\n"]
 
 
 def test_a_line_longer_than_the_view_budget_is_shown_in_part(
