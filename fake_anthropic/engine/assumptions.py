@@ -39,6 +39,14 @@ REPORT_EDITS_THAT_CLEARED_NOTHING: Final = False
 than ``clear_at_least``) still appears in ``applied_edits`` (with zeros). False: it is
 left out, so ``applied_edits`` lists only edits that changed what the model saw."""
 
+# --- structured outputs and strict tools ---------------------------------------------
+
+UNCONSTRAINED_STOP_REASONS: Final = ("max_tokens", "refusal", "model_context_window_exceeded")
+"""Stop reasons of a turn whose text need not be valid under ``output_config.format``: the
+docs except a refusal and a reply cut by ``max_tokens`` from the guarantee; a full context
+window cuts a reply the same way. Structured output is checked on a turn that calls no
+tool (its text blocks joined); a turn that calls tools is checked only for strict tools."""
+
 # --- requests the API refuses ---------------------------------------------------------
 
 REQUIRED_BETAS: Final[dict[str, str]] = {

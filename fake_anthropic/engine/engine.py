@@ -34,7 +34,7 @@ from typing import Any
 from fake_anthropic.engine import assumptions as assumed
 from fake_anthropic.engine import compaction as compacting
 from fake_anthropic.engine import context_editing as editing
-from fake_anthropic.engine import mcp
+from fake_anthropic.engine import mcp, structured
 from fake_anthropic.engine import sse as sse
 from fake_anthropic.engine import validation as check
 from fake_anthropic.engine.errors import Refusal, invalid, problem
@@ -347,6 +347,8 @@ class Engine:
         check.check_history(history, opens_with_compaction=start == 0)
         check.check_thinking_blocks(history, self._signatures, thinking, self._thinking_replies)
         check.check_tool_choice(body, tools, thinking)
+        structured.output_schema(body)
+        structured.strict_schemas(tools)
         return history[start:] if start else history
 
     def _count_tokens(
@@ -725,6 +727,13 @@ class Engine:
                     }
                 )
         self._check_turn(turn, blocks, body, where)
+        structured.check_turn(
+            blocks,
+            turn.effective_stop_reason,
+            structured.output_schema(body),
+            structured.strict_schemas(tools),
+            where,
+        )
         first = blocks[0]["type"] if blocks else None
         for b in blocks:
             if b["type"] == "tool_use":
