@@ -119,6 +119,7 @@ def main(argv: list[str]) -> int:
         "contextq_demo",
         "contextq_fixtures",
         "contextq_conformance",
+        "contextq_hint",
         "benchmarks",
         "tests",
         "e2e",
@@ -141,6 +142,7 @@ PACKAGES = (
     "contextq_demo",
     "contextq_fixtures",
     "contextq_conformance",
+    "contextq_hint",
 )
 #: The base requirements: everything a production install of the memory tool gets.
 REQUIRED = ("anthropic", "httpx2")

@@ -33,10 +33,41 @@ def test_options_and_markers_are_registered(pytester: pytest.Pytester) -> None:
     markers.stdout.fnmatch_lines(["*@pytest.mark.contextq(plan=*"])
 
 
-def test_not_loaded_unless_asked(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile("def test_x(fake_contextq): pass")
+def test_not_loaded_unless_asked_and_a_missing_fixture_says_how_to_load_it(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile("""
+        def test_x(fake_contextq): pass
+        def test_y(memory_tool): pass
+        def test_z(no_such_fixture): pass
+    """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["*fixture 'fake_contextq' not found*"])
+    result.assert_outcomes(errors=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*fixture 'fake_contextq' comes from the contextq_fixtures plugin, which this "
+            "session did not load: run pytest -p contextq_fixtures*",
+            "*fixture 'fake_contextq' not found*",
+        ]
+    )
+    text = result.stdout.str()
+    assert "fixture 'memory_tool' comes from the contextq_fixtures plugin" in text
+    assert text.count("comes from the contextq_fixtures plugin") == 2  # not for test_z's
+    off = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:contextq_hint")
+    assert "comes from the contextq_fixtures plugin" not in off.stdout.str()
+
+
+def test_the_hint_knows_every_fixture_of_the_plugin() -> None:
+    import contextq_fixtures
+    import contextq_hint
+
+    provided = {
+        name
+        for name in contextq_fixtures.__all__
+        if hasattr(getattr(contextq_fixtures, name), "_fixture_function_marker")
+        or type(getattr(contextq_fixtures, name)).__name__ == "FixtureFunctionDefinition"
+    }
+    assert "memory_tool" in provided and provided == contextq_hint.FIXTURES
 
 
 def test_a_failure_report_shows_the_journal(pytester: pytest.Pytester) -> None:
