@@ -111,7 +111,10 @@ def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, Any, None]:
         model: Any = item.stash.get(MODEL_KEY, None)
         found = [] if model is None else model.problems()
         if found:  # one report of the cause: the teardown's verify() would only repeat it
-            report.sections.append(("scripted model problems", "\n".join(found)))
+            again = recordings.advice(item)
+            report.sections.append(
+                ("scripted model problems", "\n".join([*found, *([again] if again else [])]))
+            )
     if report.failed and item.config.getoption(REPORT_OPTION) != "never":
         for title, text in sections(item):
             report.sections.append((title, text))

@@ -1,12 +1,16 @@
 """Recorded Claude runs for the ``scripted_model`` fixture, in pytest-recording's manner.
 
 A test marked ``@pytest.mark.anthropic_recording`` gets, as ``scripted_model``, a model
-replaying ``<test dir>/recordings/<test name>.json`` (``ScriptedModel.from_recording``);
+replaying ``<test dir>/recordings/<module>/<test name>.json``
+(``ScriptedModel.from_recording``), pytest-recording's layout, so same-named tests of two
+modules never share a file;
 ``--anthropic-record-mode`` says when to record it instead, through the recording proxy
 against the real API (``ANTHROPIC_API_KEY``, and ``ANTHROPIC_BASE_URL`` if set):
 
 - ``none`` (default): replay only; a missing recording fails the test, naming the file
-  and the option that records it;
+  and the option that records it (or, when the file stands where releases before 0.1
+  kept it, ``recordings/<test name>.json``, saying where to move it); one that exists but
+  cannot serve (no exchange, or not a recording) fails naming ``=all``;
 - ``once``: record the recordings that do not exist yet, replay the others;
 - ``all``: record every marked test again (re-recording after a drift).
 """
@@ -40,7 +44,8 @@ def add_options(group: pytest.OptionGroup) -> None:
         RECORD_OPTION,
         choices=RECORD_MODES,
         default="none",
-        help="for tests marked anthropic_recording: none replays recordings/<test>.json "
+        help="for tests marked anthropic_recording: none replays "
+        "recordings/<module>/<test>.json "
         "(default), once records the missing ones against the real API, all records them "
         f"all again (recording needs {KEY_VARIABLE})",
     )
@@ -50,7 +55,8 @@ def configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}(path=None, match='strict'): scripted_model replays the recording "
-        f"<test dir>/{RECORDINGS_DIR}/<test name>.json (or path); {RECORD_OPTION} records it",
+        f"<test dir>/{RECORDINGS_DIR}/<module>/<test name>.json (or path); {RECORD_OPTION} "
+        "records it",
     )
     mode = config.getoption(RECORD_OPTION, default="none")
     if mode != "none" and not os.environ.get(KEY_VARIABLE):
@@ -69,12 +75,19 @@ def recording_name(node: pytest.Item) -> str:
 
 
 def recording_path(node: pytest.Item) -> Path:
+    """``<test dir>/recordings/<module>/<test name>.json``, or the marker's ``path`` (relative
+    to the test's directory)."""
     marker = node.get_closest_marker(MARKER)
     given = marker.kwargs.get("path") if marker is not None else None
     base = Path(node.path).parent
     if given is not None:
         return base / str(given)
-    return base / RECORDINGS_DIR / recording_name(node)
+    return base / RECORDINGS_DIR / Path(node.path).stem / recording_name(node)
+
+
+def _old_recording_path(node: pytest.Item) -> Path:
+    """Where a recording was kept before recordings were keyed by module."""
+    return Path(node.path).parent / RECORDINGS_DIR / recording_name(node)
 
 
 def _marker_options(node: pytest.Item) -> dict[str, object] | None:
@@ -120,6 +133,14 @@ def model_for(request: pytest.FixtureRequest) -> ScriptedModel | None:
         request.addfinalizer(finish)
         return model
     if not path.exists():
+        old = _old_recording_path(node)
+        if old.exists() and options.get("path") is None:
+            raise pytest.fail.Exception(
+                f"the recording of {node.nodeid} is at {old}, where recordings were kept "
+                f"before they were keyed by module; it is read from {path} now: move it "
+                f"there (git mv {old} {path})",
+                pytrace=False,
+            )
         raise pytest.fail.Exception(
             f"no recording {path} for {node.nodeid}: record it once with "
             f"{RECORD_OPTION}=once ({KEY_VARIABLE} set), then commit it",
@@ -128,7 +149,36 @@ def model_for(request: pytest.FixtureRequest) -> ScriptedModel | None:
     match = options.get("match", "strict")
     if match not in ("strict", "order"):
         raise pytest.UsageError(f"@pytest.mark.{MARKER}: match is 'strict' or 'order'")
-    return ScriptedModel.from_recording(path, match="order" if match == "order" else "strict")
+    try:
+        model = ScriptedModel.from_recording(
+            path, match="order" if match == "order" else "strict"
+        )
+    except ValueError as exc:
+        raise pytest.fail.Exception(
+            f"{exc}; record it again with "
+            f"{RECORD_OPTION}=all ({KEY_VARIABLE} set)",
+            pytrace=False,
+        ) from None
+    if model.remaining == 0:
+        raise pytest.fail.Exception(
+            f"the recording {path} holds no exchange, so it cannot replay {node.nodeid} (an "
+            f"attempt that never reached the API?); {RECORD_OPTION}=once keeps an existing "
+            f"file: record it again with {RECORD_OPTION}=all ({KEY_VARIABLE} set)",
+            pytrace=False,
+        )
+    return model
+
+
+def advice(node: pytest.Item) -> str | None:
+    """For a replaying test whose model has problems: how to record it again."""
+    if node.get_closest_marker(MARKER) is None:
+        return None
+    if node.config.getoption(RECORD_OPTION) == "all":
+        return None
+    return (
+        f"if the agent's requests changed on purpose, record {recording_path(node)} again: "
+        f"pytest {RECORD_OPTION}=all ({KEY_VARIABLE} set) {node.nodeid}"
+    )
 
 
 def _holds_exchanges(path: Path) -> bool:
@@ -142,6 +192,7 @@ def _holds_exchanges(path: Path) -> bool:
 
 __all__ = [
     "MARKER",
+    "advice",
     "RECORD_MODES",
     "RECORD_OPTION",
     "add_options",

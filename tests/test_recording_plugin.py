@@ -1,5 +1,5 @@
 """The plugin's recordings under pytester: ``@pytest.mark.anthropic_recording`` replays
-``recordings/<test>.json`` through ``scripted_model``, and ``--anthropic-record-mode``
+``recordings/<module>/<test>.json`` through ``scripted_model``, and ``--anthropic-record-mode``
 records it through the proxy (the "real API" here is a served scripted model)."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def test_record_once_then_replay_without_a_key(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytester.makepyfile(test_agent=agent_test())
-    recording = pytester.path / "recordings" / "test_agent.json"
+    recording = pytester.path / "recordings" / "test_agent" / "test_agent.json"
     real = upstream()
     with real.serve() as served:
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
@@ -80,6 +80,12 @@ def test_record_once_then_replay_without_a_key(
     drifted.stdout.fnmatch_lines(["*scripted model problems*"])
     drifted.stdout.fnmatch_lines(["*does not match exchange 1 of the recording*"])
     drifted.stdout.fnmatch_lines(["*messages[[]0[]] (user).content[[]0[]] (text).text*"])
+    drifted.stdout.fnmatch_lines(
+        [
+            "*record *recordings/test_agent/test_agent.json again: pytest "
+            "--anthropic-record-mode=all (ANTHROPIC_API_KEY set) test_agent.py::test_agent*"
+        ]
+    )
 
 
 def test_a_missing_recording_names_the_file_and_the_option(pytester: pytest.Pytester) -> None:
@@ -87,8 +93,75 @@ def test_a_missing_recording_names_the_file_and_the_option(pytester: pytest.Pyte
     result = pytester.runpytest_subprocess("-p", "contextq_fixtures")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        ["*no recording *recordings/test_agent.json*--anthropic-record-mode=once*"]
+        ["*no recording *recordings/test_agent/test_agent.json*--anthropic-record-mode=once*"]
     )
+
+
+def test_same_named_tests_of_two_modules_record_two_files(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keyed by test name alone, the second module would replay the first one's run."""
+    pytester.makepyfile(test_one=agent_test(), test_two=agent_test())
+    real = ScriptedModel()
+    for _ in range(2):
+        real.script(
+            memory.view("/memories"),
+            memory.create("/memories/prefs.md", "Prefers TypeScript.\n"),
+            text("Noted."),
+        )
+    with real.serve() as served:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", served.url)
+        recorded = pytester.runpytest_subprocess(
+            "-p", "contextq_fixtures", "--anthropic-record-mode=once", "-p", "no:randomly"
+        )
+    recorded.assert_outcomes(passed=2)
+    files = sorted(p.relative_to(pytester.path).as_posix() for p in pytester.path.rglob("*.json"))
+    assert files == [
+        "recordings/test_one/test_agent.json",
+        "recordings/test_two/test_agent.json",
+    ]
+
+
+def test_a_recording_at_the_old_place_says_where_to_move_it(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_agent=agent_test())
+    old = pytester.path / "recordings" / "test_agent.json"
+    old.parent.mkdir()
+    old.write_text('{"format": "fake-anthropic-recording", "exchanges": []}')
+    result = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*the recording of test_agent.py::test_agent is at *recordings/test_agent.json, "
+            "where recordings were kept before*move it there (git mv *recordings/test_agent.json "
+            "*recordings/test_agent/test_agent.json)*"
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (
+            '{"format": "fake-anthropic-recording", "version": 1, "exchanges": []}',
+            "holds no exchange",
+        ),
+        ('{"format": "something else"}', "not a recording"),
+        ("not json at all", "not valid JSON"),
+    ],
+)
+def test_a_recording_that_cannot_serve_names_the_option_that_records_it_again(
+    pytester: pytest.Pytester, content: str, said: str
+) -> None:
+    """--anthropic-record-mode=once keeps an existing file, so it must say =all."""
+    pytester.makepyfile(test_agent=agent_test())
+    path = pytester.path / "recordings" / "test_agent" / "test_agent.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    result = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*{said}*record it again with --anthropic-record-mode=all*"])
+    assert result.stdout.str().count("record it again with") == 1
 
 
 def test_recording_without_a_key_is_a_usage_error(
@@ -138,7 +211,7 @@ def test_a_recording_whose_upstream_never_answered_leaves_no_file(
         "-p", "contextq_fixtures", "--anthropic-record-mode=once"
     )
     result.assert_outcomes(failed=1)
-    assert not (pytester.path / "recordings" / "test_agent.json").exists()
+    assert not list((pytester.path / "recordings").rglob("*.json"))
 
 
 def test_a_used_up_script_is_reported_once_with_its_cause(pytester: pytest.Pytester) -> None:
