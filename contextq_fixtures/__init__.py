@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from contextq_fixtures import live_fixtures, recordings
+from contextq_fixtures import failures, live_fixtures, recordings
 from contextq_fixtures._extra import needs_extra
 from contextq_fixtures._state import CALL_FAILED, MARKER, MARKER_OPTIONS, MODEL_KEY
 from contextq_fixtures.fixtures import (
@@ -103,15 +103,24 @@ def scripted_model(request: pytest.FixtureRequest) -> Iterator[ScriptedModel]:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, Any, None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
+    model: Any = item.stash.get(MODEL_KEY, None)
+    found: list[str] = []
+    caused = False
+    if call.when == "call" and call.excinfo is not None and model is not None:
+        found = model.problems()
+        caused = failures.caused_by_model(call.excinfo.value, found)
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     if report.when == "call" and report.failed:
         item.stash[CALL_FAILED] = True
-        model: Any = item.stash.get(MODEL_KEY, None)
-        found = [] if model is None else model.problems()
-        if found:  # one report of the cause: the teardown's verify() would only repeat it
-            again = recordings.advice(item)
+        again = recordings.advice(item) if found else None
+        if caused:
+            failures.trim_library_frames(report.longrepr)
+            report.longrepr = failures.cause_first(found, again, report.longrepr)
+        elif found:  # one report of the cause: the teardown's verify() would only repeat it
             report.sections.append(
                 ("scripted model problems", "\n".join([*found, *([again] if again else [])]))
             )

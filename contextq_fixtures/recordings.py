@@ -150,13 +150,10 @@ def model_for(request: pytest.FixtureRequest) -> ScriptedModel | None:
     if match not in ("strict", "order"):
         raise pytest.UsageError(f"@pytest.mark.{MARKER}: match is 'strict' or 'order'")
     try:
-        model = ScriptedModel.from_recording(
-            path, match="order" if match == "order" else "strict"
-        )
+        model = ScriptedModel.from_recording(path, match="order" if match == "order" else "strict")
     except ValueError as exc:
         raise pytest.fail.Exception(
-            f"{exc}; record it again with "
-            f"{RECORD_OPTION}=all ({KEY_VARIABLE} set)",
+            f"{exc}; record it again with {RECORD_OPTION}=all ({KEY_VARIABLE} set)",
             pytrace=False,
         ) from None
     if model.remaining == 0:
@@ -192,10 +189,10 @@ def _holds_exchanges(path: Path) -> bool:
 
 __all__ = [
     "MARKER",
-    "advice",
     "RECORD_MODES",
     "RECORD_OPTION",
     "add_options",
+    "advice",
     "configure",
     "model_for",
     "recording_name",

@@ -215,12 +215,32 @@ def test_a_recording_whose_upstream_never_answered_leaves_no_file(
 
 
 def test_a_used_up_script_is_reported_once_with_its_cause(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile("""
-        def test_overrun(scripted_model):
-            scripted_model.client.messages.create(
-                model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
-            )
-    """)
-    result = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    pytester.makepyfile(
+        test_overrun="""
+        from fake_anthropic import memory
+
+        def test_overrun(scripted_model, memory_tool):
+            scripted_model.script(memory.view("/memories"))
+            scripted_model.client.beta.messages.tool_runner(
+                model="m",
+                max_tokens=10,
+                tools=[memory_tool],
+                messages=[{"role": "user", "content": "hi"}],
+            ).until_done()
+    """
+    )
+    result = pytester.runpytest_subprocess("-p", "contextq_fixtures", "--contextq-report=never")
     result.assert_outcomes(failed=1, errors=0)
-    result.stdout.fnmatch_lines(["*scripted model problems*", "*request 1: *"])
+    out = result.stdout.lines
+    header = next(i for i, line in enumerate(out) if "_ test_overrun _" in line)
+    # the cause is the report's first line, and the short summary's
+    assert out[header + 1].startswith("scripted model problems: request 2: the script is used up")
+    result.stdout.fnmatch_lines(["FAILED *test_overrun - scripted model problems: request 2*"])
+    # the test's frame and the exception stay; the SDK's and the fakes' frames go
+    report = result.stdout.str()
+    assert "test_overrun.py:10: " in report
+    assert "anthropic.InternalServerError: Error code: 500" in report
+    for library_frame in ("_beta_runner.py", "_beta_threads.py", "contextlib.py", "httpx2"):
+        assert library_frame not in report
+    assert report.count("the script is used up") == 2  # the cause, and the exception's text
+    assert len(out) < 40
