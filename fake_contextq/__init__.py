@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fake_contextq.domain.backend import ContextQBackend
     from fake_contextq.domain.errors import ApiError, AuditChainError, ValidationFailed
-    from fake_contextq.domain.records import ApiKey, AuditRow, Context, Tenant, Workspace
+    from fake_contextq.domain.records import (
+        AgentState,
+        ApiKey,
+        AuditRow,
+        Context,
+        SessionState,
+        Tenant,
+        Workspace,
+    )
     from fake_contextq.domain.store import Store
     from fake_contextq.fake import FakeContextQ, ServedFake
     from fake_contextq.http.faults import Fault, Faults
@@ -32,6 +40,8 @@ _HOMES = {
     "Journal": "http.journal",
     "JournalEntry": "http.journal",
     "ContextQBackend": "domain.backend",
+    "AgentState": "domain.records",
+    "SessionState": "domain.records",
     "ApiKey": "domain.records",
     "AuditRow": "domain.records",
     "Context": "domain.records",
@@ -45,6 +55,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "AgentState",
     "ApiError",
     "ApiKey",
     "AuditChainError",
@@ -59,6 +70,7 @@ __all__ = [
     "MemoryStore",
     "SchemaVersionError",
     "ServedFake",
+    "SessionState",
     "SqlStore",
     "Store",
     "Tenant",

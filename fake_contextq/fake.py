@@ -15,6 +15,7 @@ from fake_contextq.domain.backend import ContextQBackend
 from fake_contextq.domain.embeddings import Embedder, checked, hashing_embedder
 from fake_contextq.domain.handoff import Summariser, builtin_summariser
 from fake_contextq.domain.records import (
+    AgentState,
     ApiKey,
     AuditRow,
     Context,
@@ -219,6 +220,11 @@ class FakeContextQ:
     def lessons(self, tenant: TenantRef) -> list[Lesson]:
         """The tenant's agent lessons, with their vectors (None when not embedded)."""
         return self.backend.agent.lessons(_tenant_id(tenant))
+
+    def agent_state(self, tenant: TenantRef) -> AgentState:
+        """The tenant's Agent Memory Layer: ``.sessions`` (each ``.session``, its
+        ``.checkpoints`` by seq and its ``.tasks``), ``.lessons`` and ``.handoffs``."""
+        return self.backend.agent.state(_tenant_id(tenant))
 
     def audit_log(self) -> list[AuditRow]:
         """Every audit row, in chain order."""

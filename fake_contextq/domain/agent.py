@@ -272,6 +272,22 @@ class AgentLayer:
             found: list[r.Lesson] = self.store.lessons(tenant_id)
             return found
 
+    def state(self, tenant_id: int) -> r.AgentState:
+        """The tenant's sessions (each with its checkpoints and tasks), lessons and
+        handoffs, in the order they were written."""
+        with self.store.transaction():
+            sessions = tuple(
+                r.SessionState(
+                    s, tuple(self.store.checkpoints(s.id)), tuple(self.store.tasks(s.id))
+                )
+                for s in self.store.sessions(tenant_id)
+            )
+            return r.AgentState(
+                sessions,
+                tuple(self.store.lessons(tenant_id)),
+                tuple(self.store.handoffs(tenant_id)),
+            )
+
     # ----- handoff -----
 
     def handoff(self, p: r.Principal, body: Body) -> r.Handoff:

@@ -208,6 +208,25 @@ class Handoff:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionState:
+    """One session with everything it wrote: checkpoints by ``seq``, tasks."""
+
+    session: AgentSession
+    checkpoints: tuple[Checkpoint, ...]
+    tasks: tuple[AgentTask, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentState:
+    """A tenant's whole Agent Memory Layer, read in one transaction (for a person to look
+    at, or a test to assert on)."""
+
+    sessions: tuple[SessionState, ...]
+    lessons: tuple[Lesson, ...]
+    handoffs: tuple[Handoff, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Resume:
     session: AgentSession
     checkpoint: Checkpoint | None

@@ -231,6 +231,9 @@ class MemoryStore:
                 return session
         return None
 
+    def sessions(self, tenant_id: int) -> list[AgentSession]:
+        return list(self._rows[tenant_id].sessions.values())
+
     def put_checkpoint(self, checkpoint: Checkpoint) -> None:
         self._checkpoints.setdefault(checkpoint.session_id, []).append(checkpoint)
 
@@ -241,6 +244,9 @@ class MemoryStore:
     def last_checkpoint_seq(self, session_id: int) -> int:
         found = self._checkpoints.get(session_id)
         return found[-1].seq if found else 0
+
+    def checkpoints(self, session_id: int) -> list[Checkpoint]:
+        return list(self._checkpoints.get(session_id, ()))
 
     def put_task(self, task: AgentTask) -> None:
         if task.id not in self._tasks:
@@ -267,6 +273,9 @@ class MemoryStore:
 
     def put_handoff(self, handoff: Handoff) -> None:
         self._rows[handoff.tenant_id].handoffs.append(handoff)
+
+    def handoffs(self, tenant_id: int) -> list[Handoff]:
+        return list(self._rows[tenant_id].handoffs)
 
     def latest_handoff(self, tenant_id: int, workspace_id: int | None) -> Handoff | None:
         for handoff in reversed(self._rows[tenant_id].handoffs):

@@ -1028,6 +1028,9 @@ class SqlStore:
             )
         return None if row is None else _SESSION.record(row)
 
+    def sessions(self, tenant_id: int) -> list[AgentSession]:
+        return [_SESSION.record(row) for row in self._rows(s.agent_sessions, tenant_id=tenant_id)]
+
     def put_checkpoint(self, checkpoint: Checkpoint) -> None:
         self._insert(s.agent_checkpoints, _CHECKPOINT.values(checkpoint))
 
@@ -1046,6 +1049,10 @@ class SqlStore:
     def last_checkpoint(self, session_id: int) -> Checkpoint | None:
         row = self._first(s.agent_checkpoints, ("-seq", "-id"), session_id=session_id)
         return None if row is None else _CHECKPOINT.record(row)
+
+    def checkpoints(self, session_id: int) -> list[Checkpoint]:
+        rows = self._rows(s.agent_checkpoints, ("seq", "id"), session_id=session_id)
+        return [_CHECKPOINT.record(row) for row in rows]
 
     def put_task(self, task: AgentTask) -> None:
         self._put(s.agent_tasks, _TASK.values(task))
@@ -1069,6 +1076,9 @@ class SqlStore:
 
     def put_handoff(self, handoff: Handoff) -> None:
         self._insert(s.agent_handoffs, _HANDOFF.values(handoff))
+
+    def handoffs(self, tenant_id: int) -> list[Handoff]:
+        return [_HANDOFF.record(row) for row in self._rows(s.agent_handoffs, tenant_id=tenant_id)]
 
     def latest_handoff(self, tenant_id: int, workspace_id: int | None) -> Handoff | None:
         if workspace_id is None:
