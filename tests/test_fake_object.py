@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import os
 import threading
 
@@ -11,6 +12,7 @@ import httpx2
 import pytest
 
 from fake_contextq import FakeContextQ, Tenant
+from fake_contextq.http.journal import BODY_KEPT
 from tests.helpers import context_body
 
 # ----- journal -----
@@ -47,6 +49,54 @@ def test_journal_filters_and_prints_a_table(client: httpx2.Client, fake: FakeCon
     assert lines[0].split() == ["#", "method", "target", "status", "tenant", "ms"]
     assert "GET     /api/contexts/2" in table and "404" in lines[-1]
     assert str(fake.journal) == table
+
+
+def test_journal_keeps_each_body_and_its_answer_numbered(
+    client: httpx2.Client, fake: FakeContextQ
+) -> None:
+    created = client.post("/api/contexts", json=context_body(title="Prefs"))
+    client.get("/api/contexts/999")
+    post, missing = fake.journal
+    assert json.loads(post.request_body)["title"] == "Prefs"
+    assert json.loads(post.response_body) == created.json()
+    assert missing.request_body == b"" and json.loads(missing.response_body)["error"] == "not_found"
+    assert (post.number, missing.number) == (1, 2)
+    assert fake.journal.find(2) is missing and fake.journal.find(3) is None
+    assert post.at <= missing.at and not post.body_cut
+    shown = post.as_dict()
+    assert json.loads(shown["request_body"])["title"] == "Prefs"
+    json.dumps(shown)  # JSON-ready, for GET /_fake/journal
+
+
+def test_a_body_past_what_the_journal_keeps_is_cut_and_says_so(
+    client: httpx2.Client, fake: FakeContextQ
+) -> None:
+    big = "x" * (BODY_KEPT + 10)
+    client.post("/api/contexts", json=context_body(content=big))
+    entry = fake.journal.last
+    assert len(entry.request_body) == BODY_KEPT and entry.body_cut
+    assert len(entry.response_body) == BODY_KEPT  # the answer echoes the content
+
+
+def test_journal_numbers_go_on_after_a_clear(client: httpx2.Client, fake: FakeContextQ) -> None:
+    client.get("/api/contexts")
+    fake.journal.clear()
+    client.get("/api/contexts")
+    assert [e.number for e in fake.journal] == [2]
+
+
+def test_a_subscriber_sees_each_new_entry_until_it_unsubscribes(
+    client: httpx2.Client, fake: FakeContextQ
+) -> None:
+    seen: list[str] = []
+    client.get("/api/contexts")  # before: not seen
+    stop = fake.journal.subscribe(lambda entry: seen.append(str(entry)))
+    client.get("/api/contexts/1")
+    client.post("/api/contexts", json=context_body())
+    stop()
+    client.get("/api/contexts")
+    assert seen == ["GET /api/contexts/1 -> 404", "POST /api/contexts -> 201"]
+    stop()  # twice is harmless
 
 
 def test_an_empty_journal_says_so(fake: FakeContextQ) -> None:

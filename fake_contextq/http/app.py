@@ -47,7 +47,7 @@ from fake_contextq.http._io import (
 )
 from fake_contextq.http.control import mount_control
 from fake_contextq.http.faults import ConnectionDropped, Faults
-from fake_contextq.http.journal import Journal, JournalEntry
+from fake_contextq.http.journal import BODY_KEPT, Journal, JournalEntry
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 R = TypeVar("R")
@@ -619,6 +619,26 @@ class Observed:
         status: int | None = None
         recorded = False
         fault = self.faults.take(method, path)
+        number = self.journal.next_number()
+        at = time.time()
+        asked: list[bytes] = []
+        answered: list[bytes] = []
+        kept = [0, 0, False]  # request bytes, answer bytes kept; whether any were cut
+
+        def keep(into: list[bytes], which: int, chunk: bytes) -> None:
+            room = BODY_KEPT - kept[which]
+            if len(chunk) > room:
+                kept[2] = True
+                chunk = chunk[:room]
+            if chunk:
+                into.append(chunk)
+                kept[which] += len(chunk)
+
+        async def received() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                keep(asked, 0, message.get("body", b""))
+            return message
 
         def record() -> None:
             # Recorded before the last byte leaves, so a client that has its answer (or its
@@ -637,6 +657,11 @@ class Observed:
                     tenant_id=state.get("tenant_id"),
                     duration=time.perf_counter() - started,
                     fault=fault is not None,
+                    number=number,
+                    at=at,
+                    request_body=b"".join(asked),
+                    response_body=b"".join(answered),
+                    body_cut=bool(kept[2]),
                 )
             )
 
@@ -644,8 +669,10 @@ class Observed:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-            elif message["type"] == "http.response.body" and not message.get("more_body"):
-                record()
+            elif message["type"] == "http.response.body":
+                keep(answered, 1, message.get("body", b""))
+                if not message.get("more_body"):
+                    record()
             await send(message)
 
         try:
@@ -670,7 +697,7 @@ class Observed:
                     )
                     await observe({"type": "http.response.body", "body": json.dumps(body).encode()})
                     return
-            await self.app(scope, receive, observe)
+            await self.app(scope, received, observe)
         finally:
             record()
 

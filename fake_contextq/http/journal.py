@@ -1,12 +1,20 @@
-"""Every request the fake served, in order, for assertions and for failure messages."""
+"""Every request the fake served, in order, for assertions, failure reports and the
+dashboard, which follows it live through ``subscribe``."""
 
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, overload
+
+#: How much of each request's and answer's body an entry keeps (bytes): enough to read a
+#: memory file's JSON, bounded so a long-running server's journal stays small.
+BODY_KEPT = 64 * 1024
+
+Listener = Callable[["JournalEntry"], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,13 +26,22 @@ class JournalEntry:
     tenant_id: int | None  # None: the request never authenticated
     duration: float  # seconds, measured inside the app
     fault: bool = False  # answered (or dropped, or delayed) by an injected fault
+    number: int = 0  # its place in the journal since the fake began, from 1
+    at: float = 0.0  # when it began, seconds since the epoch
+    request_body: bytes = b""  # the first BODY_KEPT bytes as received
+    response_body: bytes = b""  # the first BODY_KEPT bytes as answered
+    body_cut: bool = False  # a body was longer than BODY_KEPT
 
     @property
     def target(self) -> str:
         return f"{self.path}?{self.query}" if self.query else self.path
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON-ready: the bodies as text (undecodable bytes replaced)."""
+        out = asdict(self)
+        out["request_body"] = self.request_body.decode("utf-8", "replace")
+        out["response_body"] = self.response_body.decode("utf-8", "replace")
+        return out
 
     def __str__(self) -> str:
         status = "dropped" if self.status is None else str(self.status)
@@ -37,10 +54,40 @@ class Journal:
     def __init__(self) -> None:
         self._entries: list[JournalEntry] = []
         self._lock = threading.Lock()
+        self._numbers = itertools.count(1)
+        self._listeners: tuple[Listener, ...] = ()
+
+    def next_number(self) -> int:
+        """The number of the next request to be recorded (atomic under the GIL)."""
+        return next(self._numbers)
 
     def record(self, entry: JournalEntry) -> None:
         with self._lock:
             self._entries.append(entry)
+        for listener in self._listeners:  # none unless a dashboard page is open
+            listener(entry)
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(entry)`` for each entry recorded from now on, on the thread that
+        records it, until the returned function is called. It must not block."""
+        with self._lock:
+            self._listeners = (*self._listeners, listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._listeners = tuple(x for x in self._listeners if x is not listener)
+
+        return unsubscribe
+
+    def find(self, number: int) -> JournalEntry | None:
+        """The entry of that number, if it is still in the journal."""
+        with self._lock:
+            for entry in reversed(self._entries):
+                if entry.number == number:
+                    return entry
+                if entry.number < number:
+                    break
+        return None
 
     def clear(self) -> None:
         with self._lock:
