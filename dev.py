@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """One entry point for a fresh machine that has only Python 3.11+.
 
-    python3 dev.py serve [fake-contextq serve options]   start the fake ContextQ server
+    python3 dev.py serve [fake-contextq serve options]   start the fake ContextQ server, with
+                                                          its dashboard (--no-control: none)
     python3 dev.py demo                                   a scripted memory-tool conversation,
                                                           offline, with no key
     python3 dev.py test [pytest options]                  run the test suite
@@ -98,7 +99,8 @@ def main(argv: list[str]) -> int:
         return 2
     ensure_venv()
     if command == "serve":
-        return hand_over(str(BIN / "fake-contextq"), "serve", *rest)
+        # a developer's server: the control routes and the dashboard on (--no-control: off)
+        return hand_over(str(BIN / "fake-contextq"), "serve", "--control", *rest)
     if command == "demo":
         return run(BIN / "contextq-demo", *rest)
     if command == "test":

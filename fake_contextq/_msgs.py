@@ -40,11 +40,21 @@ CONTROL_TOKEN_REQUIRED = (
     "Control endpoints need the control token the server printed at start "
     f"(Authorization: {AUTH_SCHEME} <control token>); API keys are not accepted here."
 )
+DASHBOARD_TOKEN_REQUIRED = (
+    "This dashboard answers only to the control token: open the dashboard URL the server "
+    "printed (it carries the token once and keeps it in a cookie for this path)."
+)
+DASHBOARD_TOKEN_WRONG = (
+    "The token in this URL is not the server's control token: open the dashboard URL the "
+    "server printed at start-up."
+)
 
 # 403
 SCOPE_DENIED_MSG = "This API key lacks the '{required}' scope (it has: {held})."
 
 # 404
+DASHBOARD_NO_FILE = "The dashboard has no file {name!r}."
+DASHBOARD_NO_REQUEST = "Request {number} is not in the journal (cleared, or not served yet)."
 CONTEXT_NOT_FOUND = "Context {id} not found."
 EXTERNAL_NOT_FOUND = "No context with externalId {external_id!r}."
 WORKSPACE_NOT_FOUND = "Workspace {slug!r} not found."

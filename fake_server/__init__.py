@@ -13,4 +13,11 @@ from fake_server.served import (
     url_for,
 )
 
-__all__ = ["ASGIApp", "ServedApp", "bind_socket", "make_server", "run_foreground", "url_for"]
+__all__ = [
+    "ASGIApp",
+    "ServedApp",
+    "bind_socket",
+    "make_server",
+    "run_foreground",
+    "url_for",
+]

@@ -22,6 +22,18 @@ ASGIApp = Callable[
 ]
 
 
+class _Server(uvicorn.Server):
+    """Tells an app with a ``shutting_down()`` method that the server begins to shut down,
+    before uvicorn waits for the requests in flight: an app that streams without end (a
+    live page) then ends its streams, and the server stops at once."""
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        hook = getattr(self.config.app, "shutting_down", None)
+        if callable(hook):
+            hook()
+        await super().shutdown(sockets)
+
+
 def bind_socket(host: str, port: int) -> socket.socket:
     """A listening socket; binding here (not in uvicorn) makes port 0 knowable up front.
 
@@ -55,7 +67,7 @@ def make_server(
     config = uvicorn.Config(
         app, lifespan="on" if lifespan else "off", log_level=log_level, access_log=False
     )
-    return uvicorn.Server(config)
+    return _Server(config)
 
 
 class ServedApp:

@@ -101,8 +101,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--control",
-        action="store_true",
-        help="enable the /_fake/ control routes, guarded by a token",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="enable the /_fake/ control routes and the dashboard at /_fake/ui, guarded by "
+        "a token (python3 dev.py serve turns this on; --no-control turns it off)",
     )
     serve.add_argument(
         "--control-token",
@@ -266,6 +268,7 @@ def _open(args: argparse.Namespace) -> tuple[FakeContextQ, SqlStore | None, str]
 def serve(args: argparse.Namespace) -> int:
     try:
         from fake_contextq.http.control import new_control_token
+        from fake_contextq.http.dashboard import dashboard_url
         from fake_server import bind_socket, run_foreground, url_for
         from fake_server.served import stop_on_sigterm
 
@@ -323,6 +326,10 @@ def serve(args: argparse.Namespace) -> int:
     lines += [f"key ({', '.join(scopes) or 'no scopes'}): {key}" for scopes, key in extra_keys]
     if token is not None:
         lines.append(f"FAKE_CONTEXTQ_CONTROL_TOKEN={token}")
+        lines.append(
+            f"dashboard (opens once with the token, then keeps it in a cookie): "
+            f"{dashboard_url(url, token)}"
+        )
     stop_on_sigterm()  # from here on SIGTERM ends as Ctrl-C does: the closing line, status 0
     try:
         print("\n".join(lines), flush=True)

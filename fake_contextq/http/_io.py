@@ -7,7 +7,7 @@ import threading
 import weakref
 from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import Request
@@ -117,6 +117,8 @@ class Binding:
     executor: Executor | None = None
     #: lone reads run on the event loop all the same: the store's reads never wait
     reads_in_place: bool = False
+    #: set when the server begins to shut down: live streams (the dashboard's) end
+    closing: threading.Event = field(default_factory=threading.Event)
 
     def reset(self) -> None:
         """Forget every tenant, key, row, journal entry and fault."""

@@ -46,6 +46,8 @@ from fake_contextq.http._io import (
     store_executor,
 )
 from fake_contextq.http.control import mount_control
+from fake_contextq.http.dashboard import PREFIX as DASHBOARD_PREFIX
+from fake_contextq.http.dashboard import error_page, mount_dashboard
 from fake_contextq.http.faults import ConnectionDropped, Faults
 from fake_contextq.http.journal import BODY_KEPT, Journal, JournalEntry
 
@@ -191,7 +193,9 @@ def _routes(*, control: bool) -> FastAPI:
     )
 
     @api.exception_handler(ApiError)
-    async def _api_error(_: Request, exc: ApiError) -> Response:
+    async def _api_error(request: Request, exc: ApiError) -> Response:
+        if control and request.url.path.startswith(DASHBOARD_PREFIX):
+            return error_page(request, exc)
         return error_response(exc)
 
     @api.exception_handler(RequestValidationError)
@@ -592,6 +596,7 @@ def _routes(*, control: bool) -> FastAPI:
 
     if control:
         mount_control(api)
+        mount_dashboard(api)
     return api
 
 
@@ -606,6 +611,11 @@ class Observed:
         self.bound = bound
         self.journal = bound.journal
         self.faults = bound.faults
+
+    def shutting_down(self) -> None:
+        """The server is shutting down: end the dashboard's live streams, which would
+        otherwise keep it waiting for them."""
+        self.bound.closing.set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope[SCOPE_KEY] = self.bound

@@ -19,6 +19,7 @@ from fake_contextq.domain._validate import Issues, Reader, decode_json
 from fake_contextq.domain.backend import ContextQBackend
 from fake_contextq.domain.errors import AuditChainError, unauthorized
 from fake_contextq.http._io import Binding, binding, json_response, read_body
+from fake_contextq.http.faults import Fault, Faults
 
 
 def new_control_token() -> str:
@@ -41,6 +42,45 @@ async def _object(request: Request) -> Reader:
     return Reader(decode_json(raw) if raw else {}, issues)
 
 
+def token_matches(given: str, token: str) -> bool:
+    """Whether ``given`` (from a header or a URL) is the control token, in constant time.
+    Compared as bytes: compare_digest refuses str holding anything but ASCII, and a header
+    may hold any byte (Starlette reads it as latin-1)."""
+    return secrets.compare_digest(given.strip().encode("latin-1", "replace"), token.encode())
+
+
+def inject(faults: Faults, body: Reader) -> Fault:
+    """Inject the fault ``body`` describes (``POST /_fake/faults``, the dashboard's form),
+    or raise ``ValidationFailed`` naming every field that makes no sense."""
+    method = body.string("method", required=True, min_len=1)
+    path = body.string("path", required=True, min_len=1)
+    status = body.integer("status", minimum=200, maximum=599)
+    delay = body.obj.get("delay")
+    if delay is not None and (isinstance(delay, bool) or not isinstance(delay, int | float)):
+        body.issues.add(
+            ("delay",), _msgs.EXPECTED.format(expected="number", received=type(delay).__name__)
+        )
+    drop = body.obj.get("drop", False)
+    if not isinstance(drop, bool):
+        body.issues.add(
+            ("drop",), _msgs.EXPECTED.format(expected="boolean", received=type(drop).__name__)
+        )
+    times = body.obj.get("times", 1)
+    if times is not None and (isinstance(times, bool) or not isinstance(times, int)):
+        body.issues.add(
+            ("times",),
+            _msgs.EXPECTED.format(expected="integer or null", received=type(times).__name__),
+        )
+    body.issues.check()
+    assert method is not None and path is not None
+    try:
+        return faults.inject(method, path, status=status, delay=delay, drop=drop, times=times)
+    except ValueError as exc:
+        body.issues.add(("",), str(exc))
+        body.issues.check()
+        raise
+
+
 def mount_control(api: FastAPI) -> None:
     """Add the control routes to ``api``; each checks the bound control token first."""
 
@@ -49,13 +89,9 @@ def mount_control(api: FastAPI) -> None:
         token = bound.control_token
         header = request.headers.get("authorization", "")
         scheme, _, given = header.partition(" ")
-        # Compared as bytes: compare_digest refuses str holding anything but ASCII, and a
-        # header may hold any byte (Starlette reads it as latin-1).
-        if (
-            token is None
-            or scheme.lower() != wire.AUTH_SCHEME.lower()
-            or not secrets.compare_digest(given.strip().encode("latin-1"), token.encode())
-        ):
+        if token is None or scheme.lower() != wire.AUTH_SCHEME.lower():
+            raise unauthorized(_msgs.CONTROL_TOKEN_REQUIRED)
+        if not token_matches(given, token):
             raise unauthorized(_msgs.CONTROL_TOKEN_REQUIRED)
         return bound
 
@@ -160,35 +196,7 @@ def mount_control(api: FastAPI) -> None:
     async def inject_fault(request: Request) -> Response:
         bound = guard(request)
         body = await _object(request)
-        method = body.string("method", required=True, min_len=1)
-        path = body.string("path", required=True, min_len=1)
-        status = body.integer("status", minimum=200, maximum=599)
-        delay = body.obj.get("delay")
-        if delay is not None and (isinstance(delay, bool) or not isinstance(delay, int | float)):
-            body.issues.add(
-                ("delay",), _msgs.EXPECTED.format(expected="number", received=type(delay).__name__)
-            )
-        drop = body.obj.get("drop", False)
-        if not isinstance(drop, bool):
-            body.issues.add(
-                ("drop",), _msgs.EXPECTED.format(expected="boolean", received=type(drop).__name__)
-            )
-        times = body.obj.get("times", 1)
-        if times is not None and (isinstance(times, bool) or not isinstance(times, int)):
-            body.issues.add(
-                ("times",),
-                _msgs.EXPECTED.format(expected="integer or null", received=type(times).__name__),
-            )
-        body.issues.check()
-        assert method is not None and path is not None
-        try:
-            fault = bound.faults.inject(
-                method, path, status=status, delay=delay, drop=drop, times=times
-            )
-        except ValueError as exc:
-            body.issues.add(("",), str(exc))
-            body.issues.check()
-            raise
+        fault = inject(bound.faults, body)
         return json_response(201, fault.as_dict())
 
     @api.delete("/_fake/faults", **opts)

@@ -57,6 +57,12 @@ class McpEndpoint:
         self._manager: StreamableHTTPSessionManager | None = None
         self._running: contextlib.AsyncExitStack | None = None
 
+    def shutting_down(self) -> None:
+        """Pass the server's shutdown on to the app behind (see ``fake_server``)."""
+        hook = getattr(self.app, "shutting_down", None)
+        if callable(hook):
+            hook()
+
     def _rest_for(self, ctx: ServerRequestContext[Any, Any]) -> Rest:
         request = ctx.request
         headers = getattr(request, "headers", None)

@@ -1,0 +1,448 @@
+"""The dashboard's routes under ``/_fake/ui``: HTML pages of what the fake holds and serves.
+
+They exist where the control routes do (a served fake started with a control token) and
+answer only to that token: once in the URL (``?token=``), which puts a cookie scoped to
+this path in its place and redirects to the same page without it, then from the cookie;
+``Authorization: Bearer <token>`` works too, for scripts. Anything else is a 401 page.
+The forms change state through the same functions as the control routes. The cookie is
+``SameSite=Strict``, so no other site's page can post a form here with it.
+
+The pages read the state through ``fake_contextq.dashboard``; the journal page follows
+new requests live over server-sent events, pushed by the journal as it records them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import secrets
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
+from urllib.parse import urlencode
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+
+from adapter import wire
+from fake_contextq import _msgs, dashboard
+from fake_contextq.domain import parse
+from fake_contextq.domain._validate import Issues, Reader
+from fake_contextq.domain.errors import ApiError, ValidationFailed
+from fake_contextq.http._io import Binding, binding
+from fake_contextq.http.control import inject, token_matches
+from fake_contextq.http.journal import JournalEntry
+
+PREFIX = "/_fake/ui"
+COOKIE = "fake_contextq_ui"
+#: Rows a page shows at most (the newest, or the first by the chosen order).
+SHOWN = 500
+#: How often a live stream looks whether the server is shutting down (seconds).
+LIVE_TICK = 0.5
+#: Pages run no inline script and load nothing from elsewhere: even a value that escaped
+#: escaping could not run.
+_HEADERS = {
+    "content-security-policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+        "img-src 'self' data:; frame-ancestors 'none'; form-action 'self'"
+    ),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+}
+_COLUMNS = (
+    ("id", "id"),
+    ("title", "title"),
+    ("type", "type"),
+    ("workspace", "workspace"),
+    ("external_id", "external id"),
+    ("updated", "updated"),
+)
+T = TypeVar("T")
+
+
+class _Denied(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def cookie_value(token: str) -> str:
+    """What the cookie holds: derived from the control token, not the token itself, so a
+    cookie read off a browser does not open the control API."""
+    return hashlib.sha256(b"fake-contextq dashboard\0" + token.encode()).hexdigest()
+
+
+def dashboard_url(base_url: str, token: str) -> str:
+    """The URL that opens the dashboard once, carrying the token."""
+    return f"{base_url}{PREFIX}?{urlencode({'token': token})}"
+
+
+def _guard(request: Request) -> Binding:
+    bound = binding(request)
+    token = bound.control_token
+    if token is None:  # not mounted without a token; kept for safety
+        raise _Denied(_msgs.DASHBOARD_TOKEN_REQUIRED)
+    header = request.headers.get("authorization", "")
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() == wire.AUTH_SCHEME.lower() and token_matches(given, token):
+        return bound
+    cookie = request.cookies.get(COOKIE)
+    if cookie is not None and secrets.compare_digest(
+        cookie.encode("latin-1", "replace"), cookie_value(token).encode()
+    ):
+        return bound
+    raise _Denied(_msgs.DASHBOARD_TOKEN_REQUIRED)
+
+
+def _html(text: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(text, status_code=status, headers=_HEADERS)
+
+
+async def _read(bound: Binding, work: Callable[[], T]) -> T:
+    """Run ``work`` (which reads the store) where the store's work runs."""
+    if bound.executor is None:
+        return work()
+    return await asyncio.get_running_loop().run_in_executor(bound.executor, work)
+
+
+def _page(request: Request, template: str, nav: str, **values: Any) -> HTMLResponse:
+    values.setdefault("notice", request.query_params.get("done"))
+    values.setdefault("problems", [])
+    return _html(
+        dashboard.page(
+            template,
+            base=PREFIX,
+            nav=nav,
+            served=str(request.base_url).rstrip("/"),
+            **values,
+        )
+    )
+
+
+def _tenant_id(raw: str) -> int:
+    return parse.parse_id(raw, "tenant_id")
+
+
+def _to_done(path: str, message: str) -> RedirectResponse:
+    return RedirectResponse(f"{PREFIX}{path}?{urlencode({'done': message})}", status_code=303)
+
+
+def _fault_form(form: dict[str, str]) -> tuple[Reader, dict[str, Any]]:
+    """The fault form's text fields as the JSON ``POST /_fake/faults`` takes, where each
+    text reads as one; what does not read stays text, and the shared check names it."""
+    body: dict[str, Any] = {"method": form.get("method", "").strip().upper()}
+    body["path"] = form.get("path", "").strip()
+    for name, kind in (("status", int), ("delay", float), ("times", int)):
+        raw = form.get(name, "").strip()
+        if raw:
+            try:
+                body[name] = kind(raw)
+            except ValueError:
+                body[name] = raw
+        elif name == "times":
+            body[name] = None  # empty: until cleared
+    body["drop"] = form.get("drop") == "true"
+    return Reader(body, Issues()), body
+
+
+def error_page(request: Request, exc: ApiError) -> HTMLResponse:
+    """A refusal inside the dashboard (an unknown tenant, a bad id) as a page."""
+    page = _page(
+        request,
+        "error.html",
+        "",
+        status=exc.status,
+        code=exc.code,
+        message=str(exc) if isinstance(exc, ValidationFailed) else exc.message,
+    )
+    page.status_code = exc.status
+    return page
+
+
+def mount_dashboard(api: FastAPI) -> None:
+    """Add the dashboard's routes to ``api`` (the control routes' app)."""
+    opts: dict[str, Any] = {"include_in_schema": False}
+
+    @api.exception_handler(_Denied)
+    async def _denied(_: Request, exc: _Denied) -> Response:
+        return _html(dashboard.page("denied.html", reason=exc.reason), 401)
+
+    @api.get(PREFIX, **opts)
+    async def home(request: Request) -> Response:
+        given = request.query_params.get("token")
+        if given is not None:
+            token = binding(request).control_token
+            if token is None or not token_matches(given, token):
+                raise _Denied(_msgs.DASHBOARD_TOKEN_WRONG)
+            # the token leaves the URL (history, a screenshot, a Referer) for the cookie
+            moved = RedirectResponse(PREFIX, status_code=303, headers=_HEADERS)
+            moved.set_cookie(
+                COOKIE,
+                cookie_value(token),
+                path=PREFIX,
+                httponly=True,
+                samesite="strict",
+            )
+            return moved
+        bound = _guard(request)
+
+        def read() -> tuple[list[dashboard.TenantRow], dashboard.AuditStatus]:
+            return dashboard.tenant_rows(bound.backend), dashboard.audit_status(bound.backend)
+
+        rows, audit = await _read(bound, read)
+        return _page(
+            request, "tenants.html", "tenants", rows=rows, audit=audit, requests=len(bound.journal)
+        )
+
+    @api.get(PREFIX + "/static/{name}", **opts)
+    async def static(request: Request, name: str) -> Response:
+        _guard(request)
+        media = dashboard.STATIC.get(name)
+        if media is None:
+            raise ApiError(_msgs.NOT_FOUND, _msgs.DASHBOARD_NO_FILE.format(name=name))
+        return Response(dashboard.static(name), media_type=media, headers=_HEADERS)
+
+    @api.get(PREFIX + "/tenants/{tid}", **opts)
+    async def tenant(request: Request, tid: str) -> Response:
+        bound = _guard(request)
+        tenant_id = _tenant_id(tid)
+        query = request.query_params.get("q", "")
+        sort = request.query_params.get("sort", "id")
+        order: dashboard.Order = "desc" if request.query_params.get("order") == "desc" else "asc"
+        workspace = request.query_params.get("workspace") or None
+
+        def read() -> dict[str, Any]:
+            row = dashboard.tenant_row(bound.backend, tenant_id)
+            every = bound.backend.contexts(tenant_id)
+            per_workspace: dict[str, int] = {}
+            for c in every:
+                if c.workspace is not None:
+                    per_workspace[c.workspace] = per_workspace.get(c.workspace, 0) + 1
+            return {
+                "row": row,
+                "contexts": dashboard.find_contexts(every, query, sort, order, workspace)[:SHOWN],
+                "workspaces": bound.backend.workspaces(tenant_id),
+                "per_workspace": per_workspace,
+                "keys": bound.backend.keys(tenant_id),
+            }
+
+        values = await _read(bound, read)
+        links = {}
+        for field, _ in _COLUMNS:
+            flip = "desc" if field == sort and order == "asc" else "asc"
+            params = {"q": query, "sort": field, "order": flip}
+            if workspace:
+                params["workspace"] = workspace
+            links[field] = urlencode({k: v for k, v in params.items() if v})
+        return _page(
+            request,
+            "tenant.html",
+            "tenants",
+            tab="contexts",
+            query=query,
+            sort=sort,
+            order=order,
+            workspace=workspace,
+            columns=_COLUMNS,
+            sort_links=links,
+            **values,
+        )
+
+    @api.get(PREFIX + "/tenants/{tid}/contexts/{cid}", **opts)
+    async def context(request: Request, tid: str, cid: str) -> Response:
+        bound = _guard(request)
+        tenant_id, context_id = _tenant_id(tid), parse.parse_id(cid, "id")
+
+        def read() -> dict[str, Any]:
+            row = dashboard.tenant_row(bound.backend, tenant_id)
+            found = [c for c in bound.backend.contexts(tenant_id) if c.id == context_id]
+            if not found:
+                raise ApiError(_msgs.NOT_FOUND, _msgs.CONTEXT_NOT_FOUND.format(id=context_id))
+            return {"row": row, "context": found[0]}
+
+        values = await _read(bound, read)
+        shown = values["context"]
+        return _page(
+            request,
+            "context.html",
+            "tenants",
+            tab="contexts",
+            size=f"{len(shown.content.encode('utf-8'))} bytes",
+            metadata=json.dumps(shown.metadata, indent=2, ensure_ascii=False),
+            **values,
+        )
+
+    @api.get(PREFIX + "/tenants/{tid}/memory", **opts)
+    async def memory(request: Request, tid: str) -> Response:
+        bound = _guard(request)
+        tenant_id = _tenant_id(tid)
+        raw_open = request.query_params.get("open")
+        opened = None if not raw_open else parse.parse_id(raw_open, "open")
+
+        def read() -> dict[str, Any]:
+            every = bound.backend.contexts(tenant_id)
+            trees = dashboard.memory_trees(every)
+            shown = next((c for c in every if c.id == opened), None)
+            path = None
+            for t in trees:
+                for e in t.entries:
+                    if shown is not None and e.context_id == shown.id:
+                        path = f"{t.workspace}: {e.path}"
+            return {
+                "row": dashboard.tenant_row(bound.backend, tenant_id),
+                "trees": trees,
+                "open": shown if path is not None else None,
+                "open_path": path,
+            }
+
+        values = await _read(bound, read)
+        return _page(request, "memory.html", "tenants", tab="memory", **values)
+
+    @api.get(PREFIX + "/tenants/{tid}/agent", **opts)
+    async def agent(request: Request, tid: str) -> Response:
+        bound = _guard(request)
+        tenant_id = _tenant_id(tid)
+
+        def read() -> dict[str, Any]:
+            return {
+                "row": dashboard.tenant_row(bound.backend, tenant_id),
+                "state": bound.backend.agent.state(tenant_id),
+            }
+
+        values = await _read(bound, read)
+        children: dict[int, list[int]] = {}
+        task_keys: dict[int, str] = {}
+        for s in values["state"].sessions:
+            if s.session.parent_session_id is not None:
+                children.setdefault(s.session.parent_session_id, []).append(s.session.id)
+            task_keys.update({t.id: t.key for t in s.tasks})
+        return _page(
+            request,
+            "agent.html",
+            "tenants",
+            tab="agent",
+            children=children,
+            task_keys=task_keys,
+            **values,
+        )
+
+    def wanted_of(request: Request) -> dashboard.JournalFilter:
+        q = request.query_params
+        return dashboard.JournalFilter(q.get("status", ""), q.get("route", ""), q.get("tenant", ""))
+
+    @api.get(PREFIX + "/journal", **opts)
+    async def journal(request: Request) -> Response:
+        bound = _guard(request)
+        wanted = wanted_of(request)
+        entries = dashboard.recent(list(bound.journal), wanted, SHOWN)
+        params = {
+            k: v for k, v in request.query_params.items() if k in ("status", "route", "tenant")
+        }
+        events = f"{PREFIX}/journal/events" + (f"?{urlencode(params)}" if params else "")
+        return _page(
+            request,
+            "journal.html",
+            "journal",
+            wanted=wanted,
+            entries=entries,
+            total=len(bound.journal),
+            limit=SHOWN,
+            limit_hit=len(entries) == SHOWN,
+            events_url=events,
+        )
+
+    @api.get(PREFIX + "/journal/events", response_class=EventSourceResponse, **opts)
+    async def journal_events(request: Request) -> AsyncIterator[ServerSentEvent]:
+        bound = _guard(request)
+        wanted = wanted_of(request)
+        loop = asyncio.get_running_loop()
+        arrived: asyncio.Queue[JournalEntry] = asyncio.Queue()
+
+        def push(entry: JournalEntry) -> None:  # on whichever thread recorded it
+            try:
+                loop.call_soon_threadsafe(arrived.put_nowait, entry)
+            except RuntimeError:  # the loop has closed: the page is gone
+                pass
+
+        stop = bound.journal.subscribe(push)
+        try:
+            yield ServerSentEvent(comment="following the journal", retry=1000)
+            while not bound.closing.is_set():
+                try:
+                    entry = await asyncio.wait_for(arrived.get(), LIVE_TICK)
+                except TimeoutError:
+                    continue
+                if wanted.matches(entry):
+                    yield ServerSentEvent(
+                        event="request", id=str(entry.number), data=dashboard.entry_json(entry)
+                    )
+        finally:
+            stop()
+
+    @api.get(PREFIX + "/journal/{number}", **opts)
+    async def request_page(request: Request, number: str) -> Response:
+        bound = _guard(request)
+        entry = bound.journal.find(parse.parse_id(number, "number"))
+        if entry is None:
+            raise ApiError(_msgs.NOT_FOUND, _msgs.DASHBOARD_NO_REQUEST.format(number=number))
+        return _page(
+            request,
+            "request.html",
+            "journal",
+            entry=entry,
+            request_body=dashboard.shown_body(entry.request_body),
+            response_body=dashboard.shown_body(entry.response_body),
+        )
+
+    @api.get(PREFIX + "/audit", **opts)
+    async def audit(request: Request) -> Response:
+        bound = _guard(request)
+
+        def read() -> dict[str, Any]:
+            rows = bound.backend.audit_rows()
+            return {"audit": dashboard.audit_status(bound.backend), "rows": rows[::-1][:SHOWN]}
+
+        return _page(request, "audit.html", "audit", **(await _read(bound, read)))
+
+    def faults_page(request: Request, bound: Binding, **values: Any) -> HTMLResponse:
+        values.setdefault(
+            "form",
+            {"method": "*", "path": "", "status": "503", "delay": "", "drop": False, "times": "1"},
+        )
+        return _page(request, "faults.html", "faults", faults=bound.faults.active(), **values)
+
+    @api.get(PREFIX + "/faults", **opts)
+    async def faults(request: Request) -> Response:
+        return faults_page(request, _guard(request))
+
+    @api.post(PREFIX + "/faults", **opts)
+    async def inject_fault(request: Request) -> Response:
+        bound = _guard(request)
+        form = {k: str(v) for k, v in (await request.form()).items()}
+        reader, body = _fault_form(form)
+        try:
+            fault = inject(bound.faults, reader)
+        except ValidationFailed as exc:
+            problems = [
+                f"{i['path']}: {i['message']}" if i["path"] else i["message"] for i in exc.issues
+            ]
+            blank = dict.fromkeys(("method", "path", "status", "delay", "times"), "")
+            shown = {**blank, **form, "drop": body["drop"]}
+            page = faults_page(request, bound, problems=problems, form=shown, notice=None)
+            page.status_code = 400
+            return page
+        return _to_done("/faults", f"fault injected: {fault.method} {fault.path}")
+
+    @api.post(PREFIX + "/faults/clear", **opts)
+    async def clear_faults(request: Request) -> Response:
+        bound = _guard(request)
+        bound.faults.clear()
+        return _to_done("/faults", "every fault cleared")
+
+    @api.post(PREFIX + "/reset", **opts)
+    async def reset(request: Request) -> Response:
+        bound = _guard(request)
+        await _read(bound, bound.reset)
+        return _to_done("", "everything forgotten: no tenant, key, context, request or fault")
