@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from contextq_fixtures import failures, live_fixtures, recordings
+from contextq_fixtures import failures, live_fixtures, recordings, report
 from contextq_fixtures._extra import needs_extra
 from contextq_fixtures._state import CALL_FAILED, MARKER, MARKER_OPTIONS, MODEL_KEY
 from contextq_fixtures.fixtures import (
@@ -37,24 +37,15 @@ from contextq_fixtures.live_fixtures import (
     contextq_live_tenant,
     contextq_live_tenants,
 )
-from contextq_fixtures.report import sections
 
 if TYPE_CHECKING:
     from contextq_fixtures.live import LiveConfig, LiveStack, LiveTenant
     from fake_anthropic import ScriptedModel
 
-REPORT_OPTION = "--contextq-report"
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("contextq", "ContextQ fixtures (contextq_fixtures)")
-    group.addoption(
-        REPORT_OPTION,
-        choices=("failed", "never"),
-        default="failed",
-        help="add the fake's request journal and the scripted model's transcript to the "
-        "report of a failed test (default: failed)",
-    )
+    report.add_options(group)
     live_fixtures.add_options(group)
     recordings.add_options(group)
 
@@ -68,6 +59,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     live_fixtures.configure(config)
     recordings.configure(config)
+    report.configure(config)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -76,6 +68,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     live_fixtures.skip_unless_live(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, None]:
+    report.before_call(item)
+    yield
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -113,20 +111,21 @@ def pytest_runtest_makereport(
         found = model.problems()
         caused = failures.caused_by_model(call.excinfo.value, found)
     outcome = yield
-    report: pytest.TestReport = outcome.get_result()
-    if report.when == "call" and report.failed:
+    made: pytest.TestReport = outcome.get_result()
+    if made.when == "call" and made.failed:
         item.stash[CALL_FAILED] = True
         again = recordings.advice(item) if found else None
         if caused:
-            failures.trim_library_frames(report.longrepr)
-            report.longrepr = failures.cause_first(found, again, report.longrepr)
+            failures.trim_library_frames(made.longrepr)
+            made.longrepr = failures.cause_first(found, again, made.longrepr)
         elif found:  # one report of the cause: the teardown's verify() would only repeat it
-            report.sections.append(
+            made.sections.append(
                 ("scripted model problems", "\n".join([*found, *([again] if again else [])]))
             )
-    if report.failed and item.config.getoption(REPORT_OPTION) != "never":
-        for title, text in sections(item):
-            report.sections.append((title, text))
+    if made.failed and report.sections_on(item.config):
+        for title, text in report.sections(item):
+            made.sections.append((title, text))
+    report.after_report(item, made)
 
 
 #: Public names whose modules import the adapter: loaded on first use, not with the plugin.

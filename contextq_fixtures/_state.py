@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 FAKE_KEY: pytest.StashKey[FakeContextQ] = pytest.StashKey()
 MODEL_KEY = pytest.StashKey[Any]()
 CALL_FAILED = pytest.StashKey[bool]()  # the test itself failed: its report has the causes
+CALLS_KEY = pytest.StashKey[list[Any]]()  # the memory tool fixture's commands, for the page
+MEMORY_BEFORE_KEY = pytest.StashKey[dict[str, str]]()  # memory files as the test began
 MARKER = "contextq"
 MARKER_OPTIONS = ("plan", "tenant", "workspace", "embeddings", "llm", "scopes")
 

@@ -6,14 +6,16 @@ loads the plugin and uses none of them pays nothing for it.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from contextq_fixtures._extra import needs_extra
-from contextq_fixtures._state import FAKE_KEY, marker_options
+from contextq_fixtures._state import FAKE_KEY, MEMORY_BEFORE_KEY, marker_options
+from contextq_fixtures.report import note_calls, recording
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -28,6 +30,61 @@ if TYPE_CHECKING:
     from fake_contextq.mcp import SyncMcpClient
 
 RETRY_BACKOFF = 0.001  # tests inject faults; retries need not wait
+
+
+def _last_number(fake: FakeContextQ) -> int:
+    entries = fake.journal[-1:]
+    return entries[0].number if entries else 0
+
+
+def _numbers_since(fake: FakeContextQ, after: int) -> tuple[int, ...]:
+    return tuple(e.number for e in fake.journal if e.number > after)
+
+
+def _observe(request: pytest.FixtureRequest, tool: Any, fake: FakeContextQ) -> None:
+    """For the HTML report: note each command the tool runs, its result and the journal
+    numbers of the requests it made (only when a report is asked for)."""
+    if not recording(request.config):
+        return
+    from contextq_fixtures.html_report import MemoryCall, memory_files
+
+    calls = note_calls(request.node)
+    run = tool.call
+
+    def first() -> int:
+        if not calls:  # what the files were when the agent began to work on them
+            request.node.stash[MEMORY_BEFORE_KEY] = memory_files(fake)
+        return _last_number(fake)
+
+    def note(command: Any, start: int, result: object, failed: bool) -> None:
+        calls.append(MemoryCall(command, str(result), failed, _numbers_since(fake, start)))
+
+    if inspect.iscoroutinefunction(run):
+
+        async def call_async(input: object) -> Any:
+            start = first()
+            try:
+                result = await run(input)
+            except Exception as exc:
+                note(input, start, exc, True)
+                raise
+            note(input, start, result, False)
+            return result
+
+        tool.call = call_async
+        return
+
+    def call(input: object) -> Any:
+        start = first()
+        try:
+            result = run(input)
+        except Exception as exc:
+            note(input, start, exc, True)
+            raise
+        note(input, start, result, False)
+        return result
+
+    tool.call = call
 
 
 @pytest.fixture
@@ -114,7 +171,10 @@ def async_contextq_client(
 
 @pytest.fixture
 def memory_tool(
-    fake_contextq: FakeContextQ, contextq_api_key: str, contextq_workspace: str
+    request: pytest.FixtureRequest,
+    fake_contextq: FakeContextQ,
+    contextq_api_key: str,
+    contextq_workspace: str,
 ) -> Iterator[ContextQMemoryTool]:
     """The memory tool bound to the fake, pinned to ``contextq_workspace``."""
     with needs_extra("memory_tool"):
@@ -126,24 +186,30 @@ def memory_tool(
         workspace=contextq_workspace,
         retry_backoff=RETRY_BACKOFF,
     )
+    _observe(request, tool, fake_contextq)
     yield tool
     tool.close()
 
 
 @pytest.fixture
 def async_memory_tool(
-    fake_contextq: FakeContextQ, contextq_api_key: str, contextq_workspace: str
+    request: pytest.FixtureRequest,
+    fake_contextq: FakeContextQ,
+    contextq_api_key: str,
+    contextq_workspace: str,
 ) -> AsyncContextQMemoryTool:
     """The async memory tool bound to the fake, pinned to ``contextq_workspace``."""
     with needs_extra("async_memory_tool"):
         from adapter import AsyncContextQMemoryTool
 
-    return AsyncContextQMemoryTool(
+    tool = AsyncContextQMemoryTool(
         contextq_api_key,
         http_client=fake_contextq.async_client(),
         workspace=contextq_workspace,
         retry_backoff=RETRY_BACKOFF,
     )
+    _observe(request, tool, fake_contextq)
+    return tool
 
 
 @dataclass(frozen=True)
