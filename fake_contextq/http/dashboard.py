@@ -14,6 +14,7 @@ new requests live over server-sent events, pushed by the journal as it records t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import secrets
@@ -361,10 +362,8 @@ def mount_dashboard(api: FastAPI) -> None:
         arrived: asyncio.Queue[JournalEntry] = asyncio.Queue()
 
         def push(entry: JournalEntry) -> None:  # on whichever thread recorded it
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: the page is gone
                 loop.call_soon_threadsafe(arrived.put_nowait, entry)
-            except RuntimeError:  # the loop has closed: the page is gone
-                pass
 
         stop = bound.journal.subscribe(push)
         try:
