@@ -8,7 +8,7 @@ memory store. Helpers a test imports by name live in ``tests/helpers.py``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 import pytest
@@ -18,6 +18,9 @@ from fake_contextq import FakeContextQ, Tenant
 from tests.helpers import context_body
 from tests.raw_http import Handler, RawUpstream
 from tests.stores import STORE_KINDS, StorePool, fresh_store
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, BrowserContext, Page
 
 ALL_STORES = "all_stores"
 
@@ -113,3 +116,31 @@ def upstream_for() -> Iterator[Callable[[Handler], RawUpstream]]:
     yield make
     for server in made:
         server.close()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """The system's headless Chromium, one per worker (``tests/browser.py``)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser import CHROMIUM_ARGS, chromium
+
+    path = chromium()
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def browser_context(browser: Browser) -> Iterator[BrowserContext]:
+    """A fresh profile (no cookies) for one test."""
+    context = browser.new_context(viewport={"width": 1200, "height": 800})
+    context.set_default_timeout(10_000)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(browser_context: BrowserContext) -> Page:
+    return browser_context.new_page()

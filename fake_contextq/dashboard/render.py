@@ -11,7 +11,13 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 #: The static files the pages load (no CDN: the dashboard works offline).
-STATIC = {"dashboard.css": "text/css", "dashboard.js": "text/javascript"}
+STATIC = {
+    "dashboard.css": "text/css",
+    "dashboard.js": "text/javascript",
+    # named in every page, so a browser never asks the fake for /favicon.ico (which the
+    # journal would show as a request of the API)
+    "favicon.svg": "image/svg+xml",
+}
 
 
 def _when(value: datetime | float | str | None) -> str:
