@@ -248,6 +248,7 @@ def render(
             nodeid=nodeid,
             outcome=outcome,
             failure=failure,
+            failed_lines=[line for line in failure.splitlines() if line.startswith("E ")],
             problems=list(problems),
             turns=conversation(model.requests) if model is not None else None,
             calls=[(c, [by_number[n] for n in c.requests if n in by_number]) for c in calls],

@@ -165,7 +165,12 @@ def test_hostile_text_is_shown_as_text_and_never_runs(
     page: Page, served: ServedFake, acme: Tenant, api: httpx2.Client
 ) -> None:
     dialogs: list[str] = []
-    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+
+    def noted(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", noted)
     made = ok(api.post("/api/contexts", json=context_body(title=HOSTILE, content=HOSTILE)), 201)
     open_dashboard(page, served, "/journal")
     expect(page.locator("#live")).to_have_class(re.compile(r"\bok\b"))
