@@ -146,6 +146,8 @@ PACKAGES = (
     "contextq_conformance",
     "contextq_hint",
 )
+#: Files of those packages the wheel must carry: code, and the pages' templates and assets.
+SHIPPED = (".py", ".typed", ".ini", ".html", ".css", ".js", ".svg")
 #: The base requirements: everything a production install of the memory tool gets.
 REQUIRED = ("anthropic", "httpx2")
 #: Requirements the wheel may name only under an extra: requirement -> extra.
@@ -177,7 +179,7 @@ def _check_wheel(names: set[str], metadata: str, wheel: Path) -> list[str]:
     for pkg in PACKAGES:
         for source in (ROOT / pkg).rglob("*"):
             rel = source.relative_to(ROOT).as_posix()
-            if source.is_file() and source.suffix in (".py", ".typed") and rel not in names:
+            if source.is_file() and source.suffix in SHIPPED and rel not in names:
                 problems.append(f"{rel} is missing from {wheel.name}")
     shipped = {n.split("/")[0] for n in names if "/" in n and ".dist-info/" not in n}
     for extra_pkg in sorted(shipped - set(PACKAGES)):

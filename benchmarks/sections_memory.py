@@ -159,6 +159,8 @@ def bench_scripted_runs(bench: Bench) -> None:
         target=Target(max_ratio=2.0),
     )
 
+    _bench_report_page(bench, commands, messages)
+
     def setup() -> object:
         fake = FakeContextQ()
         tenant = fake.create_tenant()
@@ -173,6 +175,65 @@ def bench_scripted_runs(bench: Bench) -> None:
         setup_s,
         target=Target(max_ms=5.0),
     )
+
+
+def _bench_report_page(bench: Bench, commands: list[dict[str, Any]], messages: Any) -> None:
+    """The HTML page ``--contextq-report=DIR`` writes for a failed test, for a run of the 20
+    commands: built from the model's requests, the commands with their requests, the
+    memory files before and after, and written to a file."""
+    import tempfile
+
+    from adapter import ContextQMemoryTool
+    from contextq_fixtures.html_report import MemoryCall, memory_files, render, write
+    from fake_anthropic import ScriptedModel, text, tool_use
+
+    fake = FakeContextQ()
+    tenant = fake.create_tenant(plan="enterprise")
+    fake.create_workspace(tenant, "memories")
+    tool = ContextQMemoryTool(
+        fake.mint_key(tenant, ("read", "write", "admin")),
+        http_client=fake.client(),
+        workspace="memories",
+    )
+    calls: list[MemoryCall] = []
+    run = tool.call
+
+    def noting(command: Any) -> Any:
+        start = len(fake.journal)
+        result = run(command)
+        numbers = tuple(e.number for e in fake.journal[start:])
+        calls.append(MemoryCall(command, str(result), False, numbers))
+        return result
+
+    tool.call = noting  # type: ignore[method-assign,assignment]
+    before = memory_files(fake)
+    model = ScriptedModel()
+    model.script(*[tool_use("memory", cmd) for cmd in commands], text("done"))
+    model.client.beta.messages.tool_runner(
+        model="m", max_tokens=100, tools=[tool], messages=messages
+    ).until_done()
+    it = bench.iters(full=(30, 3), quick=(8, 2))
+    with tempfile.TemporaryDirectory() as tmp:
+
+        def page() -> object:
+            html = render(
+                nodeid="tests/test_agent.py::test_remembers",
+                outcome="failed",
+                failure="E   AssertionError: assert 'done' == 'Noted.'",
+                model=model,
+                fake=fake,
+                calls=calls,
+                before=before,
+            )
+            return write(Path(tmp), "tests/test_agent.py::test_remembers", html)
+
+        stats = measure(page, it.n, it.warmup)
+    bench.add(
+        f"failure page for a 20-command run ({len(fake.journal)} ContextQ requests), written",
+        stats,
+        target=Target(max_ms=50.0),
+    )
+    fake.close()
 
 
 @section("memory tool commands (adapter in-process vs the SDK's local filesystem tool)")
