@@ -9,7 +9,7 @@
     python3 dev.py check                                  ruff and mypy
     python3 dev.py bench                                  the benchmark
     python3 dev.py package                                build the sdist and wheel, check
-                                                          them, and run the downstream tests
+                                                          them, and run examples/agent's tests
                                                           against the wheel in a fresh venv
     python3 dev.py mutate [MODULE...]                     mutation-test the core modules
                                                           (all, or those named: a path or a
@@ -71,8 +71,8 @@ def _test_order(args: list[str]) -> list[str]:
     return [f"--randomly-seed={seed}"]
 
 
-def run(*cmd: str | Path) -> int:
-    return subprocess.call([str(c) for c in cmd], cwd=ROOT)
+def run(*cmd: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None) -> int:
+    return subprocess.call([str(c) for c in cmd], cwd=cwd, env=env)
 
 
 def hand_over(*cmd: str) -> int:
@@ -123,6 +123,7 @@ def main(argv: list[str]) -> int:
         "contextq_conformance",
         "contextq_hint",
         "benchmarks",
+        "examples",
         "tests",
         "e2e",
         "conftest.py",
@@ -132,9 +133,14 @@ def main(argv: list[str]) -> int:
     status |= run(PYTHON, "-m", "mypy")
     # the bench is a script whose modules import each other from its folder: checked alone
     status |= run(PYTHON, "-m", "mypy", "benchmarks")
+    # the example project, strict by its own configuration, as a user's CI would check it
+    # (MYPYPATH: mypy does not see an editable install's packages)
+    status |= run(PYTHON, "-m", "mypy", ".", cwd=EXAMPLE, env={**os.environ, "MYPYPATH": str(ROOT)})
     return status
 
 
+#: A downstream project: an agent and its tests, run against the installed wheel.
+EXAMPLE = ROOT / "examples" / "agent"
 #: Every top-level package the wheel ships; the files of each, subpackages too, are checked.
 PACKAGES = (
     "adapter",
@@ -244,8 +250,8 @@ def _check_lean(env_dir: Path, py: Path) -> list[str]:
 
 def package() -> int:
     """Build, check, install the wheel (not editable) with no extras in a fresh venv and
-    check that install is lean, then add the ``pytest`` extra and run the downstream tests
-    and the conformance suite against it."""
+    check that install is lean, then add the ``pytest`` extra and run ``examples/agent``'s
+    tests and the conformance suite against it."""
     import shutil
     import tempfile
     import zipfile
@@ -279,14 +285,12 @@ def package() -> int:
         print("dev.py: adding the 'pytest' extra", flush=True)
         if subprocess.call([*pip, f"{wheel}[pytest]"]) != 0:
             return 1
-        project = Path(tmp) / "downstream"
-        shutil.copytree(ROOT / "e2e" / "downstream", project)
-        print("dev.py: running the downstream tests against the installed wheel", flush=True)
+        project = Path(tmp) / "agent"
+        shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__"))
+        print("dev.py: running examples/agent's tests against the installed wheel", flush=True)
         status = subprocess.call(
-            [str(py), "-m", "pytest", "-p", "contextq_fixtures", "--strict-markers",
-             "-p", "no:cacheprovider", "-q", str(project)],
-            cwd=project,
-        )  # fmt: skip
+            [str(py), "-m", "pytest", "-p", "no:cacheprovider", "-q"], cwd=project
+        )
         if status != 0:
             return status
         print("dev.py: running the shipped conformance suite from the wheel", flush=True)

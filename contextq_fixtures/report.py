@@ -6,6 +6,7 @@ when it runs. The page's module loads only when a page is written.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -68,11 +69,10 @@ def _html_plugin(config: pytest.Config) -> Any | None:
     """pytest-html's extras module when pytest-html runs (``--html``), else None."""
     if not config.pluginmanager.hasplugin("html") or not getattr(config.option, "htmlpath", None):
         return None
-    try:
-        from pytest_html import extras
+    try:  # imported by name: pytest-html ships no type information
+        return importlib.import_module("pytest_html.extras")
     except ImportError:
         return None
-    return extras
 
 
 def recording(config: pytest.Config) -> bool:

@@ -1,9 +1,19 @@
+"""An agent on ContextQ's MCP tools, and a Claude that calls them through the API's MCP
+connector: the scripted model really calls the served fake's /mcp."""
+
+from __future__ import annotations
+
 import pytest
 
-from fake_anthropic import mcp_tool_use, text, turn
+from adapter import ContextQClient
+from fake_anthropic import ScriptedModel, mcp_tool_use, text, turn
+from fake_contextq import FakeContextQ, Tenant
+from fake_contextq.mcp import SyncMcpClient
 
 
-def test_an_agent_saves_through_contextqs_mcp_tools(contextq_mcp, fake_contextq, contextq_tenant):
+def test_an_agent_saves_through_contextqs_mcp_tools(
+    contextq_mcp: SyncMcpClient, fake_contextq: FakeContextQ, contextq_tenant: Tenant
+) -> None:
     saved = contextq_mcp.call("ctx_save", {"content": "We ship on Tuesdays.", "tags": ["process"]})
     found = contextq_mcp.call("ctx_search", {"query": "ship", "tags": ["process"]})
 
@@ -13,7 +23,9 @@ def test_an_agent_saves_through_contextqs_mcp_tools(contextq_mcp, fake_contextq,
 
 
 @pytest.mark.contextq(plan="free")
-def test_the_free_plan_refuses_the_101st_save(contextq_mcp, contextq_client):
+def test_the_free_plan_refuses_the_101st_save(
+    contextq_mcp: SyncMcpClient, contextq_client: ContextQClient
+) -> None:
     contextq_client.bulk_upsert(
         [
             {"type": "reference", "title": f"n{i}", "content": "x", "external_id": f"e{i}"}
@@ -23,12 +35,17 @@ def test_the_free_plan_refuses_the_101st_save(contextq_mcp, contextq_client):
     refused = contextq_mcp.call_tool("ctx_save", {"content": "one too many"})
 
     assert refused.is_error
+    assert refused.structured_content is not None
     assert refused.structured_content["error"] == "quota_exceeded"
 
 
 def test_the_mcp_connector_calls_the_served_fake(
-    scripted_model, contextq_mcp_url, contextq_api_key, fake_contextq, contextq_tenant
-):
+    scripted_model: ScriptedModel,
+    contextq_mcp_url: str,
+    contextq_api_key: str,
+    fake_contextq: FakeContextQ,
+    contextq_tenant: Tenant,
+) -> None:
     scripted_model.script(
         turn(
             mcp_tool_use("ctx_save", {"content": "Deploy freeze on Friday."}, server="contextq"),

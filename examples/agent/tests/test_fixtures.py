@@ -1,8 +1,5 @@
-"""A downstream project's tests of the contextq_fixtures plugin (run with -p contextq_fixtures).
-
-This directory is run by the project's own suite through pytester, and by CI against the
-built wheel installed in a fresh virtual environment.
-"""
+"""Each fixture of the contextq_fixtures plugin, as a downstream project uses it: the memory
+tools, the clients, the marker, the served fake for a subprocess."""
 
 from __future__ import annotations
 
