@@ -7,6 +7,8 @@
                                                           offline, with no key
     python3 dev.py test [pytest options]                  run the test suite
     python3 dev.py check                                  ruff and mypy
+    python3 dev.py docs [--serve]                         build the documentation site
+                                                          strictly (or serve it)
     python3 dev.py bench                                  the benchmark
     python3 dev.py package                                build the sdist and wheel, check
                                                           them, and run examples/agent's tests
@@ -94,7 +96,7 @@ def main(argv: list[str]) -> int:
     command, rest = argv[0], argv[1:]
     if command == "_mutmut":  # dev.py mutate's child, already in .venv's Python
         return _mutmut_one(rest[0], rest[1:])
-    if command not in ("serve", "demo", "test", "check", "bench", "package", "mutate"):
+    if command not in ("serve", "demo", "test", "check", "docs", "bench", "package", "mutate"):
         print(f"dev.py: unknown command {command!r}\n{__doc__}", file=sys.stderr)
         return 2
     ensure_venv()
@@ -112,6 +114,8 @@ def main(argv: list[str]) -> int:
         return mutate(rest)
     if command == "bench":
         return run(PYTHON, "benchmarks/bench.py", *rest)
+    if command == "docs":
+        return docs(rest)
     status = run(PYTHON, "-m", "ruff", "check", ".")
     formatted = (
         "adapter",
@@ -139,6 +143,19 @@ def main(argv: list[str]) -> int:
     return status
 
 
+def docs(args: list[str]) -> int:
+    """Build the site (``docs/``, ``mkdocs.yml``) strictly into ``site/``: a broken link or
+    reference fails; ``--serve`` serves it instead, rebuilding as you edit."""
+    unknown = [a for a in args if a != "--serve"]
+    if unknown:
+        print(f"dev.py docs: unknown option(s) {' '.join(unknown)}; --serve", file=sys.stderr)
+        return 2
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's notice of its successor
+    if "--serve" in args:
+        return run(PYTHON, "-m", "mkdocs", "serve", "--strict", env=env)
+    return run(PYTHON, "-m", "mkdocs", "build", "--strict", "--quiet", env=env)
+
+
 #: A downstream project: an agent and its tests, run against the installed wheel.
 EXAMPLE = ROOT / "examples" / "agent"
 #: Every top-level package the wheel ships; the files of each, subpackages too, are checked.
@@ -153,7 +170,7 @@ PACKAGES = (
     "contextq_hint",
 )
 #: Files of those packages the wheel must carry: code, and the pages' templates and assets.
-SHIPPED = (".py", ".typed", ".ini", ".html", ".css", ".js", ".svg")
+SHIPPED = (".py", ".typed", ".ini", ".html", ".css", ".js", ".svg", ".json")
 #: The base requirements: everything a production install of the memory tool gets.
 REQUIRED = ("anthropic", "httpx2")
 #: Requirements the wheel may name only under an extra: requirement -> extra.

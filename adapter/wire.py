@@ -824,7 +824,7 @@ MCP_TOOLS: Final[tuple[McpTool, ...]] = tuple(
     v for v in vars(McpTools).values() if isinstance(v, McpTool)
 )
 # [public] tools the real server has that this project does not model: a fake advertises
-# none of them, and the README lists them as not faked.
+# none of them, and the docs (docs/how-to/mcp.md) list them as not faked.
 MCP_TOOLS_NOT_FAKED: Final = (
     "ctx_import",
     "ctx_dream",

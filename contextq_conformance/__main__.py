@@ -21,7 +21,7 @@ def _require(names: Sequence[str]) -> None:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m contextq_conformance",
         description="Check a ContextQ against the wire contract this project assumes, and say "
@@ -33,7 +33,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--report", metavar="PATH", help="write the per-rule table to PATH (Markdown)"
     )
-    args, rest = parser.parse_known_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, rest = _parser().parse_known_args(argv)
     if rest[:1] == ["--"]:
         rest = rest[1:]
     pytest_args = [

@@ -68,7 +68,8 @@ def _key_hash_scheme(raw: str) -> str:
 
 @dataclass(frozen=True)
 class LiveConfig:
-    """Where the dev stack is. ``from_env`` reads the variables the README lists."""
+    """Where the dev stack is. ``from_env`` reads the variables the docs list
+    (docs/how-to/live-stack.md)."""
 
     api_url: str = "http://localhost:38200"
     dsn: str | None = None

@@ -13,7 +13,8 @@ provisioned there and cleaned up however the run ends.
 ``--record PATH`` sends the Anthropic calls through the recording proxy
 (``fake-anthropic record``, in this process) and writes what the API said to PATH, with no
 credential in it; ``fake-anthropic serve PATH`` replays it, so CI runs the same round trip
-with no key and no network, against the fake ContextQ (see the README, "The live script").
+with no key and no network, against the fake ContextQ (see docs/how-to/live-stack.md, "The
+live script").
 
 Exit codes: 0 every check passed (or no key: nothing run), 1 a check failed, 2 the stack
 could not be set up or cleaned up, 3 the Anthropic API refused or failed.
@@ -55,7 +56,7 @@ class Outcome:
         (self.passed if ok else self.failed).append(what)
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m e2e.live_memory_roundtrip",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
@@ -74,7 +75,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="PATH",
         help="record the Anthropic exchanges to PATH (replay: fake-anthropic serve PATH)",
     )
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    return _parser().parse_args(argv)
 
 
 def _host(url: str) -> str:

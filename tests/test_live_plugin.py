@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -191,3 +192,23 @@ def test_never_reached():
     users = stack.scalar("select count(*) from users where tenant_id = :t", t=tenant_id)
     contexts = stack.scalar("select count(*) from contexts where tenant_id = :t", t=tenant_id)
     assert (keys, users, contexts) == (0, 0, 0)
+
+
+def test_the_docs_example_runs_against_the_stack(
+    pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch, stack: DevStack
+) -> None:
+    """docs/how-to/live-stack.md's test, as written, against the stack."""
+    page = Path(__file__).resolve().parents[1] / "docs" / "how-to" / "live-stack.md"
+    found = re.search(
+        r"<!-- test: covered-by tests/test_live_plugin.py -->\n```python\n(.*?)```",
+        page.read_text(),
+        re.S,
+    )
+    assert found, "the live-stack page has no block this test covers"
+    for name, value in stack.env(docker=False).items():
+        clean_env.setenv(name, value)
+    pytester.makepyfile(found.group(1))
+    result = pytester.runpytest_subprocess(
+        "-p", "contextq_fixtures", "--contextq-live", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1)

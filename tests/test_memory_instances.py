@@ -5,7 +5,7 @@ ContextQ itself (a unique external id per tenant, no conflict detection). These 
 interleave two instances' commands request by request (every point at which the second
 can cut in), and at random in threads, in-process and served, and require that no file is
 ever at two paths and no name is ever both a file and a directory. A lost edit between two
-instances stays possible (the README says so) and is not checked here.
+instances stays possible (the docs say so) and is not checked here.
 """
 
 from __future__ import annotations

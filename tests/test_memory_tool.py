@@ -458,7 +458,7 @@ def test_concurrent_edits_through_one_tool_lose_nothing(
     assert len(fake.contexts(tenant)[0].content.splitlines()) == 40
 
 
-# ----- request counts (the README's table) -----
+# ----- request counts (the table of docs/reference/memory-tool.md) -----
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
-"""The README's recipe for a suite that uses pytest-recording for its other HTTP and this
-project's marker for the model: recorded once with both record modes, then replayed with
-every server gone."""
+"""The docs' recipe (docs/how-to/record-and-replay.md) for a suite that uses pytest-recording
+for its other HTTP and this project's marker for the model: recorded once with both record
+modes, then replayed with every server gone."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import yaml
 from fake_anthropic import ScriptedModel, load_recording, text
 from fake_server import ServedApp
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "how-to" / "record-and-replay.md"
 FORECAST = b'{"forecast": "sun, sun and more sun"}'
 
 
@@ -33,8 +33,8 @@ async def weather(
 
 
 def recipe() -> tuple[str, str]:
-    """The recipe's conftest.py and test module, as the README shows them."""
-    section = README.read_text().split("**Both in one suite.**", 1)[1]
+    """The recipe's conftest.py and test module, as the docs show them."""
+    section = PAGE.read_text().split("**Both in one suite.**", 1)[1]
     blocks = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
     conftest, test = blocks[0], blocks[1]
     assert conftest.startswith("# conftest.py\n") and test.startswith("# test_forecast.py\n")
@@ -69,7 +69,12 @@ def test_the_recipe_records_both_once_then_replays_both_offline(
     # the weather, and the model's request to the local recording proxy (never played)
     assert interactions[0]["request"]["uri"] == url
     assert [i["request"]["uri"].endswith("/v1/messages") for i in interactions] == [False, True]
-    recording = pytester.path / "recordings" / "test_the_agent_summarises_the_forecast.json"
+    recording = (
+        pytester.path
+        / "recordings"
+        / "test_forecast"
+        / "test_the_agent_summarises_the_forecast.json"
+    )
     assert [e.endpoint for e in load_recording(recording)] == ["POST /v1/messages"]
     assert "sk-ant-recipe-key" not in recording.read_text() + cassette.read_text()
 
