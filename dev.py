@@ -107,6 +107,8 @@ def main(argv: list[str]) -> int:
         return run(BIN / "contextq-demo", *rest)
     if command == "test":
         parallel = [] if any(a.startswith(("-n", "--numprocesses")) for a in rest) else ["-n", "2"]
+        if not any(a.startswith("--dist") for a in rest):
+            parallel += ["--dist", "loadgroup"]  # a group (the browser tests) on one worker
         return run(PYTHON, "-m", "pytest", *parallel, *_test_order(rest), *rest)
     if command == "package":
         return package()

@@ -15,7 +15,8 @@ import sysconfig
 from pathlib import Path
 from typing import Any
 
-from _pytest._code.code import ReprEntry  # the report's frames: pytest has no public type
+# the report's parts: pytest has no public types for them
+from _pytest._code.code import ExceptionChainRepr, ReprEntry
 
 #: Packages whose frames say nothing about a test that the model failed.
 LIBRARY_PACKAGES = ("anthropic", "httpx2", "httpcore", "fake_anthropic", "anyio")
@@ -75,13 +76,27 @@ def trim_library_frames(longrepr: Any) -> None:
         traceback.reprentries = [*kept, last]
 
 
-def cause_first(problems: list[str], advice: str | None, longrepr: object) -> str:
-    """The report's text: the model's problems (the first on the first line, which the
-    short summary shows), how to record again if it replays, then pytest's report of the
-    test's own frames."""
+def cause_first(problems: list[str], advice: str | None, longrepr: Any) -> Any:
+    """The failure's report with the model's problems first: their lines open the first
+    traceback (they print before the test's frames), and the first one is the crash
+    message, which the short summary shows. The report stays pytest's own kind, so
+    pytest-xdist carries it to the controller as it carries any other."""
     first, *rest = problems
     lines = [f"scripted model problems: {first}".replace("\n", "\n  ")]
     lines += [f"- {p}".replace("\n", "\n  ") for p in rest]
     if advice:
         lines.append(advice)
-    return "\n".join([*lines, "", str(longrepr)])
+    text = "\n".join(lines).splitlines()
+    chain = getattr(longrepr, "chain", None)
+    if not chain or not isinstance(longrepr, ExceptionChainRepr):
+        return "\n".join([*text, "", str(longrepr)])
+    opening = ReprEntry(text + [""], None, None, None, "short")
+    traceback, crash, description = chain[0]
+    traceback.reprentries = [opening, *traceback.reprentries]
+    summary = f"scripted model problems: {first.splitlines()[0]}"
+    *earlier, (last_traceback, last_crash, last_description) = longrepr.chain
+    if last_crash is not None:
+        last_crash = dataclasses.replace(last_crash, message=summary)
+    rebuilt = ExceptionChainRepr([*earlier, (last_traceback, last_crash, last_description)])
+    rebuilt.sections = list(longrepr.sections)
+    return rebuilt

@@ -118,9 +118,12 @@ def upstream_for() -> Iterator[Callable[[Handler], RawUpstream]]:
         server.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """The system's headless Chromium, one per worker (``tests/browser.py``)."""
+    """The system's headless Chromium (``tests/browser.py``), for one module: Playwright's
+    sync API keeps an event loop running on the thread while it is open, so no other
+    module's test may run beside it (``asyncio.run`` would refuse). The browser modules
+    are one xdist group (``pytestmark``), so a worker runs them one after another."""
     from playwright.sync_api import sync_playwright
 
     from tests.browser import CHROMIUM_ARGS, chromium

@@ -16,6 +16,8 @@ from adapter import ContextQMemoryTool, wire
 from fake_contextq import FakeContextQ, ServedFake, Tenant
 from fake_contextq.http.dashboard import PREFIX, dashboard_url
 from tests.browser import shoot
+
+pytestmark = pytest.mark.xdist_group("chromium")  # one Chromium at a time, see conftest
 from tests.helpers import checkpoint, context_body, ok, start
 
 TOKEN = "fkc_browser-test-token"

@@ -10,6 +10,8 @@ from playwright.sync_api import Page, expect
 
 from contextq_fixtures.html_report import file_name
 from tests.browser import shoot
+
+pytestmark = pytest.mark.xdist_group("chromium")  # one Chromium at a time, see conftest
 from tests.test_report_page import AGENT_TESTS
 
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from adapter.listing import format_size, tree
-from adapter.paths import ROOT, decode_external_id
 from fake_contextq.domain import quota
 from fake_contextq.domain import records as r
 from fake_contextq.domain.backend import ContextQBackend
@@ -138,6 +137,9 @@ class MemoryTree:
 def memory_trees(contexts: Iterable[r.Context], tag: str = MEMORY_TAG) -> list[MemoryTree]:
     """Each workspace's memory files (rows the memory tool wrote with ``tag``), drawn as
     the directory tree a tool pinned to that workspace shows, every level deep."""
+    # the adapter's own mapping of paths to rows; imported here, as it loads the SDK
+    from adapter.paths import ROOT, decode_external_id
+
     by_workspace: dict[str, dict[str, r.Context]] = {}
     for c in contexts:
         owner = decode_external_id(tag, c.external_id)

@@ -22,6 +22,10 @@ from fake_contextq.http.faults import Faults
 from fake_contextq.http.journal import Journal
 from fake_contextq.stores.memory import MemoryStore
 
+#: Where the control routes and the dashboard live: never journaled, never faulted.
+CONTROL_PREFIX = "/_fake/"
+DASHBOARD_PREFIX = CONTROL_PREFIX + "ui"
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]

@@ -32,6 +32,8 @@ from fake_contextq.domain.backend import ContextQBackend
 from fake_contextq.domain.errors import ApiError, ValidationFailed
 from fake_contextq.http import openapi as oa
 from fake_contextq.http._io import (
+    CONTROL_PREFIX,
+    DASHBOARD_PREFIX,
     SCOPE_KEY,
     ASGIApp,
     Binding,
@@ -46,8 +48,6 @@ from fake_contextq.http._io import (
     store_executor,
 )
 from fake_contextq.http.control import mount_control
-from fake_contextq.http.dashboard import PREFIX as DASHBOARD_PREFIX
-from fake_contextq.http.dashboard import error_page, mount_dashboard
 from fake_contextq.http.faults import ConnectionDropped, Faults
 from fake_contextq.http.journal import BODY_KEPT, Journal, JournalEntry
 
@@ -55,7 +55,6 @@ Handler = TypeVar("Handler", bound=Callable[..., Any])
 R = TypeVar("R")
 T = TypeVar("T")
 
-CONTROL_PREFIX = "/_fake/"
 BY_EXTERNAL_PREFIX = wire.Routes.GET_CONTEXT_BY_EXTERNAL.template.partition("{")[0]
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
@@ -195,6 +194,8 @@ def _routes(*, control: bool) -> FastAPI:
     @api.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> Response:
         if control and request.url.path.startswith(DASHBOARD_PREFIX):
+            from fake_contextq.http.dashboard import error_page
+
             return error_page(request, exc)
         return error_response(exc)
 
@@ -595,6 +596,10 @@ def _routes(*, control: bool) -> FastAPI:
         return json_response(wire.Routes.BOOT.status, pack)
 
     if control:
+        # imported here: the dashboard's templates and the adapter's path rules (which
+        # import the Anthropic SDK) cost a second of start-up no fake without it pays
+        from fake_contextq.http.dashboard import mount_dashboard
+
         mount_control(api)
         mount_dashboard(api)
     return api

@@ -31,11 +31,11 @@ from fake_contextq import _msgs, dashboard
 from fake_contextq.domain import parse
 from fake_contextq.domain._validate import Issues, Reader
 from fake_contextq.domain.errors import ApiError, ValidationFailed
-from fake_contextq.http._io import Binding, binding
+from fake_contextq.http._io import DASHBOARD_PREFIX, Binding, binding
 from fake_contextq.http.control import inject, token_matches
 from fake_contextq.http.journal import JournalEntry
 
-PREFIX = "/_fake/ui"
+PREFIX = DASHBOARD_PREFIX
 COOKIE = "fake_contextq_ui"
 #: Rows a page shows at most (the newest, or the first by the chosen order).
 SHOWN = 500
