@@ -18,6 +18,7 @@ from typing import Any, Self, TypeGuard, TypeVar
 import httpx2
 
 from adapter import _api, errors, wire
+from adapter._tls import default_ssl_context
 from adapter.types import (
     AgentSession,
     AgentTask,
@@ -217,7 +218,10 @@ class ContextQClient:
         self._http = (
             http_client
             if http_client is not None
-            else httpx2.Client(timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+            else httpx2.Client(
+                timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+                verify=default_ssl_context(),
+            )
         )
 
     @property
@@ -467,7 +471,10 @@ class AsyncContextQClient:
         self._http = (
             http_client
             if http_client is not None
-            else httpx2.AsyncClient(timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+            else httpx2.AsyncClient(
+                timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+                verify=default_ssl_context(),
+            )
         )
 
     @property

@@ -16,6 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 
 from adapter import wire
+from adapter._tls import default_ssl_context
 
 
 class SyncMcpClient:
@@ -61,7 +62,9 @@ class SyncMcpClient:
                     if self.api_key is None
                     else {"Authorization": wire.authorization(self.api_key)}
                 )
-                http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers))
+                http = await stack.enter_async_context(
+                    httpx2.AsyncClient(headers=headers, verify=default_ssl_context())
+                )
                 target = streamable_http_client(target, http_client=http)
             client = await stack.enter_async_context(Client(target, mode=self.mode))
             yield client

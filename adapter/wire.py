@@ -52,8 +52,11 @@ KEY_HASH_SCHEMES: Final = (KEY_HASH_BCRYPT, KEY_HASH_SHA256)
 DEFAULT_KEY_HASH: Final = KEY_HASH_BCRYPT  # [public]
 KEY_HASH_ENV: Final = "CONTEXTQ_KEY_HASH"  # how the live fixtures hash the keys they mint
 # [assumed] bcryptjs's default cost (10), what a TypeScript service most likely uses; the
-# fake chooses a lower cost for its own keys (see fake_contextq.domain.auth).
+# fake chooses a lower cost for its own keys (see fake_contextq.domain.auth). A service
+# verifies a hash at the cost stored in it, so the live fixtures may mint cheaper keys.
 LIVE_BCRYPT_ROUNDS: Final = 10
+KEY_COST_ENV: Final = "CONTEXTQ_KEY_COST"  # the bcrypt cost the live fixtures mint at
+BCRYPT_COSTS: Final = range(4, 32)  # what bcrypt takes
 
 
 def hash_key(

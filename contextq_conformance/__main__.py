@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +20,9 @@ def _require(names: Sequence[str]) -> None:
     for name in names:
         if importlib.util.find_spec(name) is None:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -79,7 +83,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.report:
                 _write_unchecked_report(args.report, why)
             return UNREACHABLE_EXIT
-    return int(pytest.main(pytest_args))
+    # its own plugin alone: the plugins installed beside it (pytest-randomly, say) would
+    # change the run, and would cost a second or two of imports (-p NAME after -- loads one)
+    autoload = os.environ.get(AUTOLOAD)
+    os.environ[AUTOLOAD] = "1"
+    try:
+        return int(pytest.main(pytest_args))
+    finally:
+        if autoload is None:
+            os.environ.pop(AUTOLOAD, None)
+        else:
+            os.environ[AUTOLOAD] = autoload
 
 
 def _write_unchecked_report(path: str, why: str) -> None:

@@ -57,6 +57,21 @@ def _digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+def _key_cost(raw: str) -> int:
+    if not raw.strip():
+        return wire.LIVE_BCRYPT_ROUNDS
+    try:
+        cost = int(raw)
+    except ValueError:
+        cost = -1
+    if cost not in wire.BCRYPT_COSTS:
+        raise LiveSetupError(
+            f"{wire.KEY_COST_ENV} must be a bcrypt cost, a whole number from "
+            f"{wire.BCRYPT_COSTS.start} to {wire.BCRYPT_COSTS.stop - 1}, got {raw!r}"
+        )
+    return cost
+
+
 def _key_hash_scheme(raw: str) -> str:
     scheme = raw.strip().lower() or wire.DEFAULT_KEY_HASH
     if scheme not in wire.KEY_HASH_SCHEMES:
@@ -81,6 +96,7 @@ class LiveConfig:
     timeout: float = 10.0
     mcp_url: str | None = None  # CONTEXTQ_MCP_URL; None: the API's origin + /mcp
     key_hash: str = wire.DEFAULT_KEY_HASH  # CONTEXTQ_KEY_HASH: how minted keys are stored
+    key_cost: int = wire.LIVE_BCRYPT_ROUNDS  # CONTEXTQ_KEY_COST: bcrypt's cost for them
 
     @property
     def mcp_endpoint(self) -> str:
@@ -97,7 +113,7 @@ class LiveConfig:
             f"db_name={redact(self.db_name)!r}, "
             f"docker_host={None if self.docker_host is None else redact(self.docker_host)!r}, "
             f"reap_after={self.reap_after!r}, timeout={self.timeout!r}, "
-            f"key_hash={self.key_hash!r}, "
+            f"key_hash={self.key_hash!r}, key_cost={self.key_cost!r}, "
             f"mcp_url={None if self.mcp_url is None else redact(self.mcp_url)!r})"
         )
 
@@ -122,6 +138,7 @@ class LiveConfig:
             reap_after=age,
             mcp_url=env.get("CONTEXTQ_MCP_URL") or None,
             key_hash=_key_hash_scheme(env.get(wire.KEY_HASH_ENV, "")),
+            key_cost=_key_cost(env.get(wire.KEY_COST_ENV, "")),
         )
 
     def database(self) -> Database:
@@ -310,9 +327,9 @@ class LiveStack:
         return key
 
     def _hash(self, key: str) -> str:
-        """The key as the stack stores it: bcrypt at the real service's likely cost, or the
-        scheme ``CONTEXTQ_KEY_HASH`` names."""
-        return wire.hash_key(key, self.config.key_hash, rounds=wire.LIVE_BCRYPT_ROUNDS)
+        """The key as the stack stores it: bcrypt at the real service's likely cost (or the
+        cost ``CONTEXTQ_KEY_COST`` names), or the scheme ``CONTEXTQ_KEY_HASH`` names."""
+        return wire.hash_key(key, self.config.key_hash, rounds=self.config.key_cost)
 
     def revoke_key(self, key: str) -> None:
         """Revoke a key by SQL, as an admin of the stack would: by its row's id (a salted

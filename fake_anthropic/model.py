@@ -58,7 +58,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-import anthropic
 import httpx2
 
 from fake_anthropic.connector import McpRoute, SdkConnector
@@ -78,6 +77,8 @@ from fake_anthropic.script.transcript import transcript
 from fake_anthropic.script.turns import ScriptItem, check_item
 
 if TYPE_CHECKING:
+    import anthropic
+
     from fake_server import ServedApp
 
 BASE_URL = "http://scripted-model.test"
@@ -278,6 +279,8 @@ class ScriptedModel:
     @property
     def client(self) -> anthropic.Anthropic:
         """An ``anthropic.Anthropic`` wired to this model (no network, no key, no retries)."""
+        import anthropic  # here: serving a script (fake-anthropic serve) needs no SDK
+
         if self._client is None:
             if isinstance(self._engine, Recorder):
                 self._client = anthropic.Anthropic(
@@ -295,6 +298,8 @@ class ScriptedModel:
     @property
     def async_client(self) -> anthropic.AsyncAnthropic:
         """An ``anthropic.AsyncAnthropic`` wired to this model, like ``client``."""
+        import anthropic
+
         if self._async_client is None:
             if isinstance(self._engine, Recorder):
                 self._async_client = anthropic.AsyncAnthropic(

@@ -31,6 +31,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("store_kind", STORE_KINDS, indirect=True)
 
 
+@pytest.fixture(autouse=True)
+def _pytester_without_autoload(request: pytest.FixtureRequest) -> None:
+    """A pytest run a test starts (pytester, in-process or not) loads only the plugins it
+    names (``-p``), not every one installed here: those cost two seconds of imports a run
+    (hypothesis, schemathesis, pytest-html...). A test about loading by entry point is
+    marked ``plugin_autoload``."""
+    if "pytester" in request.fixturenames and not request.node.get_closest_marker(
+        "plugin_autoload"
+    ):
+        monkeypatch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
+        monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+
+
 @pytest.fixture(scope="session")
 def store_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StorePool]:
     pool = StorePool(tmp_path_factory.mktemp("stores"))

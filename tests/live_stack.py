@@ -12,6 +12,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from adapter import wire
 from contextq_fixtures.live import LiveConfig
 from fake_contextq import FakeContextQ, ServedFake
 from tests.docker_engine import DockerEngineStandIn, StandInContainer
@@ -43,8 +44,10 @@ class DevStack:
         return LiveConfig(**values)  # type: ignore[arg-type]
 
     def env(self, *, docker: bool = False) -> dict[str, str]:
-        """The same as environment variables, for a subprocess or pytester."""
-        env = {"CONTEXT_API_URL": self.served.url}
+        """The same as environment variables, for a subprocess or pytester. Keys are
+        minted at bcrypt's lowest cost: the stack verifies a key at the cost its hash
+        holds, and cost 10 (the default, which test_live.py checks) costs 60 ms a key."""
+        env = {"CONTEXT_API_URL": self.served.url, wire.KEY_COST_ENV: "4"}
         if docker:
             assert self.docker_host is not None
             env |= {

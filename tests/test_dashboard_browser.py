@@ -16,9 +16,9 @@ from adapter import ContextQMemoryTool, wire
 from fake_contextq import FakeContextQ, ServedFake, Tenant
 from fake_contextq.http.dashboard import PREFIX, dashboard_url
 from tests.browser import shoot
+from tests.helpers import checkpoint, context_body, ok, start
 
 pytestmark = pytest.mark.xdist_group("chromium")  # one Chromium at a time, see conftest
-from tests.helpers import checkpoint, context_body, ok, start
 
 TOKEN = "fkc_browser-test-token"
 HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'

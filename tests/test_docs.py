@@ -321,6 +321,7 @@ def _check_pytest(args: list[str]) -> None:
             capture_output=True,
             text=True,
             cwd=ROOT,
+            env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},  # pytest's and ours
         )
         _PYTEST_HELP.append(shown.stdout)
     for arg in args:

@@ -408,6 +408,26 @@ def test_a_stack_that_stores_sha256_is_one_setting_away(stack: DevStack) -> None
         live.close()
 
 
+def test_keys_may_be_minted_at_another_bcrypt_cost(stack: DevStack) -> None:
+    config = LiveConfig.from_env({**stack.env(), wire.KEY_COST_ENV: "5"})
+    assert config.key_cost == 5
+    live = LiveStack(config, report=lambda _: None)
+    try:
+        tenant = live.provision()
+        stored = str(stack.scalar("select key_hash from api_keys where id = :k", k=tenant.key_id))
+        assert stored.startswith("$2b$05$")
+        assert tenant.client.list_contexts().total == 0  # verified at the cost it holds
+        live.cleanup(tenant)
+    finally:
+        live.close()
+
+
+@pytest.mark.parametrize("cost", ["3", "32", "ten", "4.5"])
+def test_a_cost_bcrypt_does_not_take_is_one_clear_error(cost: str) -> None:
+    with pytest.raises(LiveSetupError, match=r"CONTEXTQ_KEY_COST must be a bcrypt cost, a whole"):
+        LiveConfig.from_env({wire.KEY_COST_ENV: cost})
+
+
 def test_an_unknown_hash_scheme_is_one_clear_error() -> None:
     with pytest.raises(LiveSetupError, match="CONTEXTQ_KEY_HASH must be one of bcrypt, sha256"):
         LiveConfig.from_env({wire.KEY_HASH_ENV: "md5"})

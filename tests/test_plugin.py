@@ -32,6 +32,7 @@ def test_options_and_markers_are_registered(pytester: pytest.Pytester) -> None:
     markers.stdout.fnmatch_lines(["*@pytest.mark.contextq(plan=*"])
 
 
+@pytest.mark.plugin_autoload  # the hint is an entry point, loaded as every installed plugin
 def test_not_loaded_unless_asked_and_a_missing_fixture_says_how_to_load_it(
     pytester: pytest.Pytester,
 ) -> None:

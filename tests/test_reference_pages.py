@@ -5,6 +5,7 @@ command-line option of the plugin is in ``docs/reference/fixtures.md``, and noth
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -98,6 +99,7 @@ def test_the_option_table_is_the_plugins_options() -> None:
         [sys.executable, "-m", "pytest", "-p", "contextq_fixtures", "--help"],
         capture_output=True,
         text=True,
+        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
     ).stdout
     group = shown.split("ContextQ fixtures (contextq_fixtures):", 1)[1].split("\n\n", 1)[0]
     plugin_options = set(re.findall(r"^\s+(--[a-z-]+)", group, re.M))

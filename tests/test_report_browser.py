@@ -10,9 +10,9 @@ from playwright.sync_api import Page, expect
 
 from contextq_fixtures.html_report import file_name
 from tests.browser import shoot
+from tests.test_report_page import AGENT_TESTS
 
 pytestmark = pytest.mark.xdist_group("chromium")  # one Chromium at a time, see conftest
-from tests.test_report_page import AGENT_TESTS
 
 
 def test_a_failing_tests_page_shows_the_conversation_the_diff_and_the_failure(

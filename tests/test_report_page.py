@@ -159,6 +159,7 @@ def test_a_report_option_that_makes_no_sense_is_a_usage_error(
     assert said in result.stderr.str()
 
 
+@pytest.mark.plugin_autoload  # pytest-html and pytest-metadata, as installed
 def test_pytest_html_shows_the_same_page(agent_tests: pytest.Pytester) -> None:
     result = agent_tests.runpytest_subprocess(
         "-p", "contextq_fixtures", "-p", "html", "--html=report.html",

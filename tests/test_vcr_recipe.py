@@ -41,6 +41,7 @@ def recipe() -> tuple[str, str]:
     return conftest, test
 
 
+@pytest.mark.plugin_autoload  # pytest-recording loads as it would in the user's project
 def test_the_recipe_records_both_once_then_replays_both_offline(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
