@@ -90,9 +90,9 @@ def cause_first(problems: list[str], advice: str | None, longrepr: Any) -> Any:
     chain = getattr(longrepr, "chain", None)
     if not chain or not isinstance(longrepr, ExceptionChainRepr):
         return "\n".join([*text, "", str(longrepr)])
-    opening = ReprEntry(text + [""], None, None, None, "short")
-    traceback, crash, description = chain[0]
-    traceback.reprentries = [opening, *traceback.reprentries]
+    opening = ReprEntry([*text, ""], None, None, None, "short")
+    first_traceback = chain[0][0]
+    first_traceback.reprentries = [opening, *first_traceback.reprentries]
     summary = f"scripted model problems: {first.splitlines()[0]}"
     *earlier, (last_traceback, last_crash, last_description) = longrepr.chain
     if last_crash is not None:
