@@ -1,10 +1,12 @@
 """Project-wide pytest set-up: the project's own plugin, loaded as downstream projects load
-it, and hypothesis profiles shared by every test directory."""
+it, hypothesis profiles shared by every test directory, and ``--quick``, the loop to run
+while working (``python3 dev.py test --quick``)."""
 
 from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 pytest_plugins = ["contextq_fixtures", "pytester"]
@@ -18,3 +20,47 @@ settings.register_profile(
     print_blob=True,
 )
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+#: What --quick leaves out: slow by nature, each checked in full by the whole suite.
+SLOW_FIXTURES = frozenset({"pytester", "browser", "page", "browser_context", "stack"})
+SLOW_STORES = ("sqlite", "postgres")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--quick",
+        action="store_true",
+        help="the fast loop: leave out tests that run subprocesses or pytest itself, real "
+        "databases (the SQLite and Postgres legs), the browser, and the long property "
+        "and state-machine runs (marked slow)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "slow: a long run (a state machine, a differential) that --quick leaves out"
+    )
+
+
+def _slow(item: pytest.Item) -> bool:
+    if item.get_closest_marker("slow") is not None:
+        return True
+    if item.name == "runTest":  # a hypothesis state machine, run as a unittest case
+        return True
+    if item.path.parts[-2:-1] == ("e2e",):
+        return True
+    names = set(getattr(item, "fixturenames", ()))
+    if names & SLOW_FIXTURES:
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and callspec.params.get("store_kind") in SLOW_STORES
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--quick"):
+        return
+    kept = [item for item in items if not _slow(item)]
+    left_out = [item for item in items if _slow(item)]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept

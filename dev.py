@@ -5,7 +5,9 @@
                                                           its dashboard (--no-control: none)
     python3 dev.py demo                                   a scripted memory-tool conversation,
                                                           offline, with no key
-    python3 dev.py test [pytest options]                  run the test suite
+    python3 dev.py test [--quick] [pytest options]        run the test suite (--quick: the
+                                                          fast loop, in-process and on the
+                                                          memory store)
     python3 dev.py check                                  ruff and mypy
     python3 dev.py docs [--serve]                         build the documentation site
                                                           strictly (or serve it)

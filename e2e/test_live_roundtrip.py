@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from adapter import wire
 from e2e.processes import Served, anthropic_command, start, start_model, stop
 from fake_anthropic import load_recording
 from tests.live_stack import CONTAINER, docker_engine_for, libpq_dsn
@@ -56,12 +57,15 @@ class Stack:
             engine.dispose()
 
 
-@pytest.fixture(params=["dsn", "docker"])
+@pytest.fixture(scope="module", params=["dsn", "docker"])
 def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
+    """One dev stack per transport for the module: each run makes and removes its own
+    throwaway tenant, as on a shared dev stack. Keys are minted at bcrypt's lowest cost
+    (the stack verifies at the cost a hash holds; tests/test_live.py checks the default)."""
     with postgres_schema() as url:
         served = start("--database-url", url)
         try:
-            env = {"CONTEXT_API_URL": served.url}
+            env = {"CONTEXT_API_URL": served.url, wire.KEY_COST_ENV: "4"}
             if request.param == "dsn":
                 env["CONTEXTQ_DB_DSN"] = libpq_dsn(url)
                 yield Stack(served, url, env)

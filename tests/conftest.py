@@ -31,6 +31,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("store_kind", STORE_KINDS, indirect=True)
 
 
+@pytest.fixture(scope="session")
+def toolkit_imported() -> None:
+    """Every module of the toolkit imported once, before any in-process pytest run: pytester
+    drops the modules a run imported when the run ends, and a class imported again is
+    another class (an ``except`` of the first would not catch the second's errors)."""
+    import importlib
+    import pkgutil
+
+    for name in ("adapter", "fake_server", "fake_contextq", "fake_anthropic", "contextq_fixtures"):
+        package = importlib.import_module(name)
+        for found in pkgutil.walk_packages(package.__path__, prefix=f"{name}."):
+            if not found.name.endswith("__main__"):  # a command, not a module
+                importlib.import_module(found.name)
+
+
 @pytest.fixture(autouse=True)
 def _pytester_without_autoload(request: pytest.FixtureRequest) -> None:
     """A pytest run a test starts (pytester, in-process or not) loads only the plugins it
@@ -42,6 +57,8 @@ def _pytester_without_autoload(request: pytest.FixtureRequest) -> None:
     ):
         monkeypatch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
         monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    if "pytester" in request.fixturenames:
+        request.getfixturevalue("toolkit_imported")
 
 
 @pytest.fixture(scope="session")

@@ -156,25 +156,8 @@ def test_the_readme_quick_start_is_on_the_first_screen() -> None:
 # ----- python -----
 
 
-@pytest.fixture(scope="module")
-def imported() -> None:
-    """Every module of the toolkit imported before an in-process pytest run: pytester
-    drops the modules a run imported when it ends, and a class imported again is another
-    class (an ``except`` of the old one would no longer catch the new one's errors)."""
-    import importlib
-    import pkgutil
-
-    for name in ("adapter", "fake_server", "fake_contextq", "fake_anthropic", "contextq_fixtures"):
-        package = importlib.import_module(name)
-        for found in pkgutil.walk_packages(package.__path__, prefix=f"{name}."):
-            if not found.name.endswith("__main__"):  # a command, not a module
-                importlib.import_module(found.name)
-
-
 @pytest.mark.parametrize("block", of("pytest"))
-def test_a_test_module_block_passes(
-    block: Block, pytester: pytest.Pytester, imported: None
-) -> None:
+def test_a_test_module_block_passes(block: Block, pytester: pytest.Pytester) -> None:
     pytester.syspathinsert(ROOT / "examples" / "agent")
     pytester.makepyfile(test_block=block.content)
     result = pytester.runpytest_inprocess("-p", "contextq_fixtures", "-p", "no:randomly", "-q")
@@ -185,9 +168,7 @@ def test_a_test_module_block_passes(
 
 
 @pytest.mark.parametrize("block", of("conftest"))
-def test_a_conftest_block_loads_the_plugin(
-    block: Block, pytester: pytest.Pytester, imported: None
-) -> None:
+def test_a_conftest_block_loads_the_plugin(block: Block, pytester: pytest.Pytester) -> None:
     pytester.makeconftest(block.content)
     pytester.makepyfile("def test_fixture(memory_tool):\n    assert memory_tool is not None\n")
     result = pytester.runpytest_inprocess("-p", "no:randomly", "-q")  # no -p: the conftest

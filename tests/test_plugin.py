@@ -21,14 +21,14 @@ def test_the_example_project_passes_as_its_readme_runs_it(pytester: pytest.Pytes
     (which loads the plugin), as ``dev.py package`` runs it against the wheel."""
     shutil.copytree(EXAMPLE, pytester.path, dirs_exist_ok=True)
     expected = sum(p.read_text().count("\ndef test_") for p in EXAMPLE.glob("tests/test_*.py"))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly")
     result.assert_outcomes(passed=expected)
 
 
 def test_options_and_markers_are_registered(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess("-p", "contextq_fixtures", "--help")
+    result = pytester.runpytest_inprocess("-p", "contextq_fixtures", "--help")
     result.stdout.fnmatch_lines(["*--contextq-report*"])
-    markers = pytester.runpytest_subprocess("-p", "contextq_fixtures", "--markers")
+    markers = pytester.runpytest_inprocess("-p", "contextq_fixtures", "--markers")
     markers.stdout.fnmatch_lines(["*@pytest.mark.contextq(plan=*"])
 
 
@@ -41,7 +41,7 @@ def test_not_loaded_unless_asked_and_a_missing_fixture_says_how_to_load_it(
         def test_y(memory_tool): pass
         def test_z(no_such_fixture): pass
     """)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(errors=3)
     result.stdout.fnmatch_lines(
         [
@@ -53,7 +53,7 @@ def test_not_loaded_unless_asked_and_a_missing_fixture_says_how_to_load_it(
     text = result.stdout.str()
     assert "fixture 'memory_tool' comes from the contextq_fixtures plugin" in text
     assert text.count("comes from the contextq_fixtures plugin") == 2  # not for test_z's
-    off = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:contextq_hint")
+    off = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:contextq_hint")
     assert "comes from the contextq_fixtures plugin" not in off.stdout.str()
 
 
@@ -76,7 +76,7 @@ def test_a_failure_report_shows_the_journal(pytester: pytest.Pytester) -> None:
             memory_tool.call({"command": "create", "path": "/memories/a.md", "file_text": "x"})
             assert False, "boom"
     """)
-    result = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    result = pytester.runpytest_inprocess("-p", "contextq_fixtures")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -85,7 +85,7 @@ def test_a_failure_report_shows_the_journal(pytester: pytest.Pytester) -> None:
             "*POST*/api/contexts*201*",
         ]
     )
-    quiet = pytester.runpytest_subprocess("-p", "contextq_fixtures", "--contextq-report=never")
+    quiet = pytester.runpytest_inprocess("-p", "contextq_fixtures", "--contextq-report=never")
     assert "ContextQ requests" not in quiet.stdout.str()
 
 
@@ -95,7 +95,7 @@ def test_a_bad_marker_is_a_usage_error(pytester: pytest.Pytester) -> None:
         @pytest.mark.contextq(color="red")
         def test_x(fake_contextq): pass
     """)
-    result = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    result = pytester.runpytest_inprocess("-p", "contextq_fixtures")
     result.stdout.fnmatch_lines(["*unknown option(s) color*"])
 
 
@@ -157,7 +157,7 @@ def test_scripted_model_failures_fail_the_test(pytester: pytest.Pytester) -> Non
             scripted_model.script(text("never played"))
             scripted_model.allow_unused()
     """)
-    result = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    result = pytester.runpytest_inprocess("-p", "contextq_fixtures")
     result.assert_outcomes(passed=3, errors=2)
     result.stdout.fnmatch_lines(["*scripted model transcript*"])
 

@@ -54,7 +54,7 @@ def test_record_once_then_replay_without_a_key(
     with real.serve() as served:
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", served.url)
-        recorded = pytester.runpytest_subprocess(
+        recorded = pytester.runpytest_inprocess(
             "-p", "contextq_fixtures", "--anthropic-record-mode=once"
         )
     recorded.assert_outcomes(passed=1)
@@ -65,17 +65,17 @@ def test_record_once_then_replay_without_a_key(
 
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     monkeypatch.delenv("ANTHROPIC_BASE_URL")
-    replayed = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    replayed = pytester.runpytest_inprocess("-p", "contextq_fixtures")
     replayed.assert_outcomes(passed=1)
 
     # once: an existing recording is replayed, not recorded again (no upstream is running)
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    again = pytester.runpytest_subprocess("-p", "contextq_fixtures", "--anthropic-record-mode=once")
+    again = pytester.runpytest_inprocess("-p", "contextq_fixtures", "--anthropic-record-mode=once")
     again.assert_outcomes(passed=1)
 
     # a drifted request fails once, its report carrying the diff (no teardown error too)
     pytester.makepyfile(test_agent=agent_test("Remember that I prefer Go."))
-    drifted = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    drifted = pytester.runpytest_inprocess("-p", "contextq_fixtures")
     drifted.assert_outcomes(failed=1, errors=0)
     drifted.stdout.fnmatch_lines(["*scripted model problems*"])
     drifted.stdout.fnmatch_lines(["*does not match exchange 1 of the recording*"])
@@ -90,7 +90,7 @@ def test_record_once_then_replay_without_a_key(
 
 def test_a_missing_recording_names_the_file_and_the_option(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_agent=agent_test())
-    result = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    result = pytester.runpytest_inprocess("-p", "contextq_fixtures")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         ["*no recording *recordings/test_agent/test_agent.json*--anthropic-record-mode=once*"]
@@ -112,7 +112,7 @@ def test_same_named_tests_of_two_modules_record_two_files(
     with real.serve() as served:
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", served.url)
-        recorded = pytester.runpytest_subprocess(
+        recorded = pytester.runpytest_inprocess(
             "-p", "contextq_fixtures", "--anthropic-record-mode=once", "-p", "no:randomly"
         )
     recorded.assert_outcomes(passed=2)
@@ -128,7 +128,7 @@ def test_a_recording_at_the_old_place_says_where_to_move_it(pytester: pytest.Pyt
     old = pytester.path / "recordings" / "test_agent.json"
     old.parent.mkdir()
     old.write_text('{"format": "fake-anthropic-recording", "exchanges": []}')
-    result = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    result = pytester.runpytest_inprocess("-p", "contextq_fixtures")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
@@ -158,7 +158,7 @@ def test_a_recording_that_cannot_serve_names_the_option_that_records_it_again(
     path = pytester.path / "recordings" / "test_agent" / "test_agent.json"
     path.parent.mkdir(parents=True)
     path.write_text(content)
-    result = pytester.runpytest_subprocess("-p", "contextq_fixtures")
+    result = pytester.runpytest_inprocess("-p", "contextq_fixtures")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([f"*{said}*record it again with --anthropic-record-mode=all*"])
     # once in the report (the short summary repeats it whole under CI, which is its way)
@@ -170,7 +170,7 @@ def test_recording_without_a_key_is_a_usage_error(
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     pytester.makepyfile(test_agent=agent_test())
-    result = pytester.runpytest_subprocess("-p", "contextq_fixtures", "--anthropic-record-mode=all")
+    result = pytester.runpytest_inprocess("-p", "contextq_fixtures", "--anthropic-record-mode=all")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["*--anthropic-record-mode=all*needs an API key*ANTHROPIC_API_KEY*"]
@@ -190,13 +190,13 @@ def test_unmarked_tests_keep_the_plain_scripted_model(pytester: pytest.Pytester)
             assert reply.content[0].text == "hi"
         """
     )
-    pytester.runpytest_subprocess("-p", "contextq_fixtures").assert_outcomes(passed=1)
+    pytester.runpytest_inprocess("-p", "contextq_fixtures").assert_outcomes(passed=1)
 
 
 def test_the_option_and_marker_are_documented(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess("-p", "contextq_fixtures", "--help")
+    result = pytester.runpytest_inprocess("-p", "contextq_fixtures", "--help")
     result.stdout.fnmatch_lines(["*--anthropic-record-mode*"])
-    markers = pytester.runpytest_subprocess("-p", "contextq_fixtures", "--markers")
+    markers = pytester.runpytest_inprocess("-p", "contextq_fixtures", "--markers")
     markers.stdout.fnmatch_lines(["*anthropic_recording(path=None, match='strict')*"])
 
 
@@ -208,9 +208,7 @@ def test_a_recording_whose_upstream_never_answered_leaves_no_file(
     pytester.makepyfile(test_agent=agent_test())
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # nothing listens
-    result = pytester.runpytest_subprocess(
-        "-p", "contextq_fixtures", "--anthropic-record-mode=once"
-    )
+    result = pytester.runpytest_inprocess("-p", "contextq_fixtures", "--anthropic-record-mode=once")
     result.assert_outcomes(failed=1)
     assert not list((pytester.path / "recordings").rglob("*.json"))
 
@@ -230,7 +228,7 @@ def test_a_used_up_script_is_reported_once_with_its_cause(pytester: pytest.Pytes
             ).until_done()
     """
     )
-    result = pytester.runpytest_subprocess("-p", "contextq_fixtures", "--contextq-report=never")
+    result = pytester.runpytest_inprocess("-p", "contextq_fixtures", "--contextq-report=never")
     result.assert_outcomes(failed=1, errors=0)
     out = result.stdout.lines
     header = next(i for i, line in enumerate(out) if "_ test_overrun _" in line)

@@ -19,7 +19,7 @@ def test_a_failing_tests_page_shows_the_conversation_the_diff_and_the_failure(
     pytester: pytest.Pytester, page: Page
 ) -> None:
     pytester.makepyfile(test_agent=AGENT_TESTS)
-    pytester.runpytest_subprocess(
+    pytester.runpytest_inprocess(
         "-p", "contextq_fixtures", "--contextq-report=out", "-k", "test_agent_fails"
     )
     path = pytester.path / "out" / file_name("test_agent.py::test_agent_fails")

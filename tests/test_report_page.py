@@ -71,7 +71,7 @@ def page_of(directory: Path, test: str) -> str:
 
 
 def test_a_page_for_each_failing_test_that_used_the_fakes(agent_tests: pytest.Pytester) -> None:
-    result = agent_tests.runpytest_subprocess(
+    result = agent_tests.runpytest_inprocess(
         "-p", "contextq_fixtures", "-p", "no:randomly", "--contextq-report=out"
     )
     result.assert_outcomes(passed=2, failed=2, errors=1)  # the teardown error's call passed
@@ -119,7 +119,7 @@ def test_a_page_for_each_failing_test_that_used_the_fakes(agent_tests: pytest.Py
 
 
 def test_the_page_is_one_self_contained_file(agent_tests: pytest.Pytester) -> None:
-    agent_tests.runpytest_subprocess(
+    agent_tests.runpytest_inprocess(
         "-p", "contextq_fixtures", "--contextq-report=out", "-k", "test_agent_fails"
     )
     page = page_of(agent_tests.path / "out", "test_agent_fails")
@@ -130,7 +130,7 @@ def test_the_page_is_one_self_contained_file(agent_tests: pytest.Pytester) -> No
 
 
 def test_every_test_that_used_the_fakes_with_report_all(agent_tests: pytest.Pytester) -> None:
-    agent_tests.runpytest_subprocess(
+    agent_tests.runpytest_inprocess(
         "-p", "contextq_fixtures", "--contextq-report=out", "--contextq-report-all",
         "-k", "passes or no_fakes",
     )  # fmt: skip
@@ -161,7 +161,7 @@ def test_a_report_option_that_makes_no_sense_is_a_usage_error(
 
 @pytest.mark.plugin_autoload  # pytest-html and pytest-metadata, as installed
 def test_pytest_html_shows_the_same_page(agent_tests: pytest.Pytester) -> None:
-    result = agent_tests.runpytest_subprocess(
+    result = agent_tests.runpytest_inprocess(
         "-p", "contextq_fixtures", "-p", "html", "--html=report.html",
         "--self-contained-html", "-k", "test_agent_fails",
     )  # fmt: skip

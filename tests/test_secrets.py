@@ -193,7 +193,7 @@ def test_failure_reports_never_show_the_key(pytester: pytest.Pytester) -> None:
     """Locals (``-l``), the fixtures' reprs, the journal and transcript sections of a
     failed test: none holds a key."""
     pytester.makepyfile(FAILING)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         "-p", "contextq_fixtures", "-l", "-vv", "-p", "no:cacheprovider", "-p", "no:randomly"
     )
     result.assert_outcomes(failed=2)

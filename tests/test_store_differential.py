@@ -532,6 +532,7 @@ class StoresAgree(RuleBasedStateMachine):
         self.send(lambda s: s.client.get("/api/contexts?limit=500"))
 
 
+@pytest.mark.slow  # --quick leaves it out
 def test_every_store_answers_every_request_alike(store_pool: StorePool) -> None:
     StoresAgree.pool = store_pool
     run_state_machine_as_test(
