@@ -66,11 +66,46 @@ def test_each_tool_call_is_a_journaled_rest_request_of_the_keys_tenant(
         mcp.call("ctx_save", {"content": "x"})
         with pytest.raises(McpToolError):
             mcp.call("ctx_get", {"id": 999})
-    rest = [(e.method, e.path, e.status, e.tenant_id) for e in fake.journal]
+    rest = [(e.method, e.path, e.status, e.tenant_id) for e in fake.journal if e.path != "/mcp"]
     assert rest == [
         ("POST", "/api/contexts", 201, tenant.id),
         ("GET", "/api/contexts/999", 404, tenant.id),
     ]
+
+
+def test_each_mcp_request_is_journaled_too_with_its_call_and_the_keys_tenant(
+    fake: FakeContextQ, served: ServedFake, tenant: Tenant, key: str
+) -> None:
+    """The journal (and the dashboard, and failure pages) shows the MCP calls themselves,
+    each after the REST requests it made."""
+    with SyncMcpClient(served.mcp_url, api_key=key) as mcp:
+        mcp.call("ctx_save", {"content": "x"})
+    entries = list(fake.journal)
+    calls = [
+        (i, json.loads(e.request_body))
+        for i, e in enumerate(entries)
+        if e.path == "/mcp" and json.loads(e.request_body).get("method") == "tools/call"
+    ]
+    [(at, call)] = calls
+    assert call["params"]["name"] == "ctx_save"
+    assert (entries[at].method, entries[at].status, entries[at].tenant_id) == (
+        "POST",
+        200,
+        tenant.id,
+    )
+    assert "structuredContent" in entries[at].response_body.decode()
+    [save] = [i for i, e in enumerate(entries) if e.path == "/api/contexts"]
+    assert save < at  # recorded when it answered, inside the MCP call
+
+
+def test_a_fault_on_the_mcp_endpoint_reaches_the_mcp_client(
+    fake: FakeContextQ, served: ServedFake, key: str
+) -> None:
+    fake.faults.inject("POST", "/mcp", status=503, times=None)
+    with httpx2.Client() as c:
+        answer = c.post(served.mcp_url, json={}, headers={"Authorization": f"Bearer {key}"})
+    assert answer.status_code == 503 and answer.json()["error"] == _msgs.INJECTED_FAULT
+    assert fake.journal.last.fault
 
 
 def test_an_injected_fault_on_the_rest_route_reaches_the_mcp_caller(
@@ -202,3 +237,20 @@ def test_serve_prints_the_mcp_url_and_ready_to_paste_client_config() -> None:
     config = json.loads(config_line.split("MCP client config:", 1)[1])
     server = config["mcpServers"]["contextq"]
     assert server == {"type": "http", "url": mcp_url, "headers": {"Authorization": auth}}
+
+
+def test_a_served_fake_loads_the_mcp_sdk_only_with_the_first_mcp_request() -> None:
+    """Most served fakes never see an MCP request; the SDK costs half a second to import."""
+    code = (
+        "import sys, httpx2\n"
+        "from fake_contextq import FakeContextQ\n"
+        "fake = FakeContextQ(); tenant = fake.create_tenant(); key = fake.mint_key(tenant)\n"
+        "with fake.serve() as served:\n"
+        "    httpx2.get(served.url + '/api/contexts', headers={'Authorization': 'Bearer ' + key})\n"
+        "    print('mcp' in sys.modules)\n"
+        "    from fake_contextq.mcp import SyncMcpClient\n"
+        "    with SyncMcpClient(served.mcp_url, api_key=key) as mcp:\n"
+        "        print(len(mcp.list_tools()) > 0)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["False", "True"], out.stderr

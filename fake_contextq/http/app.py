@@ -628,6 +628,12 @@ class Observed:
         if scope["type"] != "http" or path.startswith(CONTROL_PREFIX):
             await self.app(scope, receive, send)
             return
+        await self.observe(scope, receive, send, self.app)
+
+    async def observe(self, scope: Scope, receive: Receive, send: Send, inner: ASGIApp) -> None:
+        """Serve the request with ``inner``, journaled and subject to faults (``/mcp`` is
+        served by the MCP endpoint through here)."""
+        path: str = scope.get("path", "")
         started = time.perf_counter()
         state = scope.setdefault("state", {})
         method: str = scope["method"]
@@ -712,7 +718,7 @@ class Observed:
                     )
                     await observe({"type": "http.response.body", "body": json.dumps(body).encode()})
                     return
-            await self.app(scope, received, observe)
+            await inner(scope, received, observe)
         finally:
             record()
 

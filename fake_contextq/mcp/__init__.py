@@ -1,10 +1,38 @@
 """ContextQ's MCP surface: the contract's tools as REST calls, served in-process, over
-streamable HTTP at ``/mcp`` and on stdio. Needs the ``mcp`` package (the ``fake`` extra)."""
+streamable HTTP at ``/mcp`` and on stdio. Needs the ``mcp`` package (the ``fake`` extra).
 
-from fake_contextq.mcp.endpoint import McpEndpoint
-from fake_contextq.mcp.server import bound_server, build_server, check_arguments, tool_listing
-from fake_contextq.mcp.sync_client import McpToolError, SyncMcpClient, result_text
-from fake_contextq.mcp.tools import Rest, run_tool
+Names load on first use: a served fake builds its ``/mcp`` endpoint at once, but imports
+the ``mcp`` SDK (half a second) only when the first MCP request comes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fake_contextq.mcp.endpoint import McpEndpoint
+    from fake_contextq.mcp.server import (
+        bound_server,
+        build_server,
+        check_arguments,
+        tool_listing,
+    )
+    from fake_contextq.mcp.sync_client import McpToolError, SyncMcpClient, result_text
+    from fake_contextq.mcp.tools import Rest, run_tool
+
+_HOMES = {
+    "McpEndpoint": "endpoint",
+    "bound_server": "server",
+    "build_server": "server",
+    "check_arguments": "server",
+    "tool_listing": "server",
+    "McpToolError": "sync_client",
+    "SyncMcpClient": "sync_client",
+    "result_text": "sync_client",
+    "Rest": "tools",
+    "run_tool": "tools",
+}
 
 __all__ = [
     "McpEndpoint",
@@ -18,3 +46,16 @@ __all__ = [
     "run_tool",
     "tool_listing",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'fake_contextq.mcp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"fake_contextq.mcp.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

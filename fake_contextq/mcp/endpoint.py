@@ -5,26 +5,32 @@ same 401), then handed to the SDK's streamable HTTP transport; each tool call it
 a REST request into the same app in-process, with the caller's own ``Authorization``, so
 it is journaled, subject to faults and bound to the key's tenant. Every other path goes to
 the REST app unchanged.
+
+The SDK's transport (and the SDK itself, half a second of imports) starts with the first
+MCP request, in a task of its own that lives until the server shuts down: most servers,
+a test's or a developer's, never see one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
-from mcp.server.context import ServerRequestContext
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 
 from adapter import wire
 from fake_contextq.domain.backend import ContextQBackend
 from fake_contextq.domain.errors import ApiError
 from fake_contextq.http._io import ASGIApp, Receive, Scope, Send, error_response
 from fake_contextq.http.transport import AsyncInProcessTransport
-from fake_contextq.mcp.server import build_server
-from fake_contextq.mcp.tools import Rest
+
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from fake_contextq.mcp.tools import Rest
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 INTERNAL_BASE_URL = "http://contextq.internal"
@@ -33,6 +39,8 @@ INTERNAL_BASE_URL = "http://contextq.internal"
 def security_for(host: str) -> TransportSecuritySettings:
     """DNS-rebinding protection when bound to loopback (a web page cannot reach the fake
     through a name of its own), as the SDK's own apps do; none on other addresses."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
     if host in LOOPBACK:
         return TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
@@ -50,12 +58,14 @@ class McpEndpoint:
     def __init__(self, app: ASGIApp, backend: ContextQBackend, *, host: str = "127.0.0.1"):
         self.app = app
         self.backend = backend
-        self.security = security_for(host)
+        self.host = host
         self._rest = httpx2.AsyncClient(
             transport=AsyncInProcessTransport(app), base_url=INTERNAL_BASE_URL
         )
         self._manager: StreamableHTTPSessionManager | None = None
-        self._running: contextlib.AsyncExitStack | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._starting: asyncio.Lock | None = None
+        self._stopping: asyncio.Event | None = None
 
     def shutting_down(self) -> None:
         """Pass the server's shutdown on to the app behind (see ``fake_server``)."""
@@ -64,36 +74,64 @@ class McpEndpoint:
             hook()
 
     def _rest_for(self, ctx: ServerRequestContext[Any, Any]) -> Rest:
+        from fake_contextq.mcp.tools import Rest
+
         request = ctx.request
         headers = getattr(request, "headers", None)
         authorization = None if headers is None else headers.get("authorization")
         return Rest(self._rest, authorization)
 
-    async def _start(self) -> None:
-        manager = StreamableHTTPSessionManager(
-            app=build_server(self._rest_for),
-            json_response=True,
-            stateless=wire.MCP_STATELESS,
-            security_settings=self.security,
-        )
-        stack = contextlib.AsyncExitStack()
-        await stack.enter_async_context(manager.run())
-        self._manager, self._running = manager, stack
+    async def _manager_started(self) -> StreamableHTTPSessionManager:
+        """The SDK's transport, started on first use by a task that runs it until the
+        server shuts down (its task group must be entered and left by one task)."""
+        if self._manager is not None:
+            return self._manager
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            if self._manager is None:
+                ready: asyncio.Future[StreamableHTTPSessionManager] = (
+                    asyncio.get_running_loop().create_future()
+                )
+                self._stopping = asyncio.Event()
+                self._runner = asyncio.create_task(self._run(ready, self._stopping))
+                self._manager = await ready
+        return self._manager
+
+    async def _run(
+        self, ready: asyncio.Future[StreamableHTTPSessionManager], stopping: asyncio.Event
+    ) -> None:
+        try:
+            from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+            from fake_contextq.mcp.server import build_server
+
+            manager = StreamableHTTPSessionManager(
+                app=build_server(self._rest_for),
+                json_response=True,
+                stateless=wire.MCP_STATELESS,
+                security_settings=security_for(self.host),
+            )
+            async with manager.run():
+                ready.set_result(manager)
+                await stopping.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            raise
 
     async def _stop(self) -> None:
-        if self._running is not None:
-            await self._running.aclose()
-        self._manager = self._running = None
+        if self._stopping is not None:
+            self._stopping.set()
+        if self._runner is not None:
+            with contextlib.suppress(Exception):
+                await self._runner
+        self._manager = self._runner = self._stopping = None
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                try:
-                    await self._start()
-                except Exception as exc:  # reported to the server, which then exits
-                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
-                    return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self._stop()
@@ -108,11 +146,14 @@ class McpEndpoint:
         try:
             if self.backend.store.reads_wait:
                 loop = asyncio.get_running_loop()
-                await loop.run_in_executor(None, self.backend.authenticate, authorization)
+                principal = await loop.run_in_executor(
+                    None, self.backend.authenticate, authorization
+                )
             else:
-                self.backend.authenticate(authorization)
+                principal = self.backend.authenticate(authorization)
         except ApiError as exc:
             return exc
+        scope.setdefault("state", {})["tenant_id"] = principal.tenant_id  # for the journal
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -122,10 +163,16 @@ class McpEndpoint:
         if scope["type"] != "http" or scope.get("path") != wire.MCP_PATH:
             await self.app(scope, receive, send)
             return
+        observe = getattr(self.app, "observe", None)  # the REST app's journal and faults
+        if observe is None:
+            await self._serve(scope, receive, send)
+            return
+        await observe(scope, receive, send, self._serve)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         refused = await self._authenticate(scope)
         if refused is not None:
             await error_response(refused)(scope, receive, send)
             return
-        if self._manager is None:
-            raise RuntimeError("the MCP endpoint was served without the ASGI lifespan")
-        await self._manager.handle_request(scope, receive, send)
+        manager = await self._manager_started()
+        await manager.handle_request(scope, receive, send)
