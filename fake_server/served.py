@@ -197,10 +197,18 @@ def stop_on_sigterm() -> None:
 def run_foreground(
     app: ASGIApp, sock: socket.socket, log_level: str = "warning", *, lifespan: bool = False
 ) -> None:
-    """Serve ``app`` on the bound ``sock`` until Ctrl-C or SIGTERM, then close the socket."""
-    stop_on_sigterm()
+    """Serve ``app`` on the bound ``sock`` until Ctrl-C or SIGTERM, then close the socket.
+
+    Both signals ask the server to stop from the moment it exists: uvicorn installs its
+    own handlers only once it runs, and a signal that came in between used to cancel
+    its start-up, which could leave it serving with nobody able to stop it but SIGKILL.
+    """
+    server = make_server(app, log_level, lifespan=lifespan)
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda _signum, _frame: server.request_exit())
     try:
-        make_server(app, log_level, lifespan=lifespan).run(sockets=[sock])
+        server.run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:
