@@ -311,6 +311,20 @@ def test_a_head_over_the_limit_is_refused_however_it_arrives(
     assert stack.seen.targets == []
 
 
+def test_a_client_still_sending_when_refused_reads_the_refusal(
+    stack_for: Callable[..., Stack],
+) -> None:
+    """The proxy refuses a body over its limit from the head alone; a client that goes on
+    sending the body, as plain HTTP clients do, still reads the 413 rather than a reset."""
+    stack = stack_for(limits=Limits(max_body=1024))
+    body = b"x" * (4 * 1024 * 1024)
+    head = b"POST /v1/messages HTTP/1.1\r\nhost: p\r\ncontent-length: %d\r\n\r\n" % len(body)
+    for _ in range(3):
+        answer = send_raw(stack.port, head + body)
+        assert status_of(answer) == 413, answer[:200]
+    assert stack.seen.targets == []
+
+
 def test_idle_and_half_sent_requests_time_out(stack_for: Callable[..., Stack]) -> None:
     stack = stack_for(limits=Limits(head_timeout=0.3, read_timeout=0.3, idle_timeout=0.3))
     with socket.create_connection(("127.0.0.1", stack.port), timeout=10) as conn:
@@ -464,6 +478,7 @@ def test_an_answer_the_client_did_not_get_is_not_recorded(
 # --- a password in --upstream is never shown ---------------------------------------------
 
 
+@pytest.mark.slow  # a subprocess: not in --quick
 def test_a_password_in_the_upstream_is_masked_everywhere(tmp_path: Path) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -42,6 +42,9 @@ log: Final = logging.getLogger("fake_anthropic.record")
 GRACE_SECONDS: Final = 30.0
 """How long a stop waits for the requests in flight before cancelling them."""
 
+LINGER_SECONDS: Final = 2.0
+"""How long a refused connection keeps reading (and dropping) what its client still sends."""
+
 Message = MutableMapping[str, Any]
 
 
@@ -116,6 +119,7 @@ class _Connection(asyncio.Protocol):
         self._paused_reading = False
         self._ahead = 0  # bytes received while the app answers (pipelined requests)
         self._head_started: float | None = None  # loop time of a coming head's first byte
+        self._discarding = False  # refused: what still arrives is read and dropped
 
     # --- asyncio.Protocol ---------------------------------------------------------
 
@@ -129,6 +133,9 @@ class _Connection(asyncio.Protocol):
         self.task = asyncio.get_running_loop().create_task(self._serve())
 
     def data_received(self, data: bytes) -> None:
+        if self._discarding:
+            self._wake(self._data)
+            return
         self.h11.receive_data(data)
         if self._head_started is None and not self.busy and self.h11.their_state is h11.IDLE:
             self._head_started = asyncio.get_running_loop().time()
@@ -186,10 +193,31 @@ class _Connection(asyncio.Protocol):
                     self.transport.resume_reading()
         except _Refused as refused:
             self._refuse(refused.status, str(refused))
+            await self._linger()
         except h11.RemoteProtocolError as exc:
             self._refuse(exc.error_status_hint, f"a malformed request: {exc}")
+            await self._linger()
         finally:
             self.close()
+
+    async def _linger(self) -> None:
+        """Close a refused connection the way HTTP servers do: say no more (FIN), then read
+        and drop what the client still sends until it closes or LINGER_SECONDS pass. A
+        socket closed with unread data is reset by the kernel, and the reset can destroy the
+        refusal before the client has read it."""
+        if self.closed or self.transport is None:
+            return
+        self._discarding = True
+        if self._paused_reading:
+            self._paused_reading = False
+            self.transport.resume_reading()
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + LINGER_SECONDS
+        while not self.closed and not self.server.stopping:
+            if not await self._wait(deadline - loop.time()):
+                return
 
     async def _wait(self, seconds: float) -> bool:
         """Wait until data arrives or the connection closes; False after ``seconds``."""
