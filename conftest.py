@@ -5,6 +5,7 @@ while working (``python3 dev.py test --quick``)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -22,8 +23,25 @@ settings.register_profile(
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 #: What --quick leaves out: slow by nature, each checked in full by the whole suite.
+#: Whole modules (not even collected), then tests by fixture, by store, or marked slow.
+SLOW_MODULES = frozenset(
+    {
+        "e2e",
+        "tests/test_bench_script.py",
+        "tests/test_conformance.py",
+        "tests/test_dashboard_browser.py",
+        "tests/test_docker_engine.py",
+        "tests/test_lean_install.py",
+        "tests/test_live_plugin.py",
+        "tests/test_openapi_fuzz.py",
+        "tests/test_report_browser.py",
+        "tests/test_sqlstore.py",
+        "tests/test_vcr_recipe.py",
+    }
+)
 SLOW_FIXTURES = frozenset({"pytester", "browser", "page", "browser_context", "stack"})
 SLOW_STORES = ("sqlite", "postgres")
+ROOT = Path(__file__).resolve().parent
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,18 +60,27 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if not config.getoption("--quick"):
+        return None
+    try:
+        where = collection_path.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return None
+    slow = any(where == m or where.startswith(m + "/") for m in SLOW_MODULES)
+    return True if slow else None
+
+
 def _slow(item: pytest.Item) -> bool:
     if item.get_closest_marker("slow") is not None:
         return True
     if item.name == "runTest":  # a hypothesis state machine, run as a unittest case
         return True
-    if item.path.parts[-2:-1] == ("e2e",):
-        return True
     names = set(getattr(item, "fixturenames", ()))
     if names & SLOW_FIXTURES:
         return True
-    callspec = getattr(item, "callspec", None)
-    return callspec is not None and callspec.params.get("store_kind") in SLOW_STORES
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return any(params.get(name) in SLOW_STORES for name in ("store_kind", "kind"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -6,6 +6,10 @@ that uses one says where it comes from.
 
 from __future__ import annotations
 
+import functools
+import os
+import subprocess
+import sys
 from typing import TYPE_CHECKING, Any
 
 import httpx2
@@ -14,6 +18,18 @@ from fake_contextq import FakeContextQ
 
 if TYPE_CHECKING:
     from fake_anthropic import ScriptedModel
+
+
+@functools.cache
+def pytest_help() -> str:
+    """``pytest -p contextq_fixtures --help`` as a user sees it: once a process, 1.5 s each."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "contextq_fixtures", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},  # pytest's and ours
+    ).stdout
 
 
 def ok(response: httpx2.Response, status: int = 200) -> Any:

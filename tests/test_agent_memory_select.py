@@ -153,6 +153,7 @@ time.sleep(60)  # killed here, before step three and before its record is writte
 
 
 @pytest.mark.parametrize("backend", ["contextq", "mcp"])
+@pytest.mark.slow  # a subprocess: not in --quick
 def test_a_run_killed_between_checkpoints_resumes_in_the_next_process(
     tmp_path: Path, served: tuple[ServedFake, str], backend: str
 ) -> None:

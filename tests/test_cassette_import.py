@@ -97,6 +97,7 @@ def stores() -> Iterator[list[Store]]:
     [("yaml", False, False), ("json", False, False), ("yaml", True, False), ("yaml", False, True)],
     ids=["yaml", "json", "stream", "gzip"],
 )
+@pytest.mark.slow  # a subprocess: not in --quick
 def test_a_vcrpy_cassette_converts_and_replays_with_the_same_results(
     tmp_path: Path, stores: list[Store], serializer: str, stream: bool, gzip: bool
 ) -> None:
@@ -126,6 +127,7 @@ def test_a_vcrpy_cassette_converts_and_replays_with_the_same_results(
     assert [(r.name, r.is_error) for r in replayed.tool_results] == [("memory", False)] * 3
 
 
+@pytest.mark.slow  # a subprocess: not in --quick
 def test_an_existing_recording_is_kept_unless_forced(tmp_path: Path, stores: list[Store]) -> None:
     cassette = tmp_path / "run.yaml"
     stores.append(record_with_vcrpy(cassette)[1])

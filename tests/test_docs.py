@@ -44,6 +44,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from tests.helpers import pytest_help
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted(
     [
@@ -115,8 +117,16 @@ def blocks() -> list[Block]:
 BLOCKS = blocks()
 
 
+#: Kinds that start processes: the whole suite runs them, --quick does not.
+_SUBPROCESS_KINDS = ("run", "output")
+
+
 def of(*kinds: str) -> list[Any]:
-    return [pytest.param(b, id=b.id) for b in BLOCKS if b.kind in kinds]
+    return [
+        pytest.param(b, id=b.id, marks=[pytest.mark.slow] if b.kind in _SUBPROCESS_KINDS else [])
+        for b in BLOCKS
+        if b.kind in kinds
+    ]
 
 
 def test_every_block_says_how_it_is_tested() -> None:
@@ -292,23 +302,12 @@ def _check_pip(args: list[str]) -> None:
             assert extra in _extras(), f"no extra {extra!r} in pyproject.toml ({spec})"
 
 
-_PYTEST_HELP: list[str] = []
-
-
 def _check_pytest(args: list[str]) -> None:
-    if not _PYTEST_HELP:
-        shown = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "contextq_fixtures", "--help"],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},  # pytest's and ours
-        )
-        _PYTEST_HELP.append(shown.stdout)
+    shown = pytest_help()
     for arg in args:
         if arg.startswith("--"):
             option = arg.split("=", 1)[0]
-            assert re.search(rf"(^|[\s,]){re.escape(option)}\b", _PYTEST_HELP[0], re.M), (
+            assert re.search(rf"(^|[\s,]){re.escape(option)}\b", shown, re.M), (
                 f"pytest has no option {option}"
             )
 

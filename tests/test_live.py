@@ -297,6 +297,7 @@ time.sleep(60)
 """
 
 
+@pytest.mark.slow  # a subprocess: not in --quick
 def test_a_run_killed_with_sigkill_leaves_nothing_usable_after_the_reap(
     live: LiveStack, stack: DevStack
 ) -> None:
@@ -360,6 +361,7 @@ def test_psql_and_psycopg_read_the_same_rows(stack: DevStack) -> None:
     docker.close()
 
 
+@pytest.mark.slow  # a subprocess: not in --quick
 def test_without_the_docker_package_it_says_how_to_get_it_or_avoid_it() -> None:
     code = (
         "import sys; sys.modules['docker'] = None\n"

@@ -175,6 +175,7 @@ def _stdio(env: dict[str, str]) -> StdioServerParameters:
     )
 
 
+@pytest.mark.slow  # a subprocess: not in --quick
 def test_stdio_bridges_to_a_served_fakes_rest_api(
     fake: FakeContextQ, served: ServedFake, tenant: Tenant
 ) -> None:
@@ -190,6 +191,7 @@ def test_stdio_bridges_to_a_served_fakes_rest_api(
     assert [e.path for e in fake.journal] == ["/api/contexts", "/api/contexts"]
 
 
+@pytest.mark.slow  # a subprocess: not in --quick
 def test_stdio_against_nothing_listening_is_a_tool_error_naming_the_url() -> None:
     url = "http://127.0.0.1:9"  # discard port: nothing answers
     env = {**os.environ, wire.MCP_API_URL_ENV: url, wire.MCP_API_KEY_ENV: "sk_live_" + "a" * 40}
@@ -199,6 +201,7 @@ def test_stdio_against_nothing_listening_is_a_tool_error_naming_the_url() -> Non
     assert url in caught.value.text
 
 
+@pytest.mark.slow  # a subprocess: not in --quick
 def test_stdio_without_a_key_says_what_to_set() -> None:
     env = {k: v for k, v in os.environ.items() if k != wire.MCP_API_KEY_ENV}
     done = subprocess.run(
@@ -214,6 +217,7 @@ def test_stdio_without_a_key_says_what_to_set() -> None:
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow  # a subprocess: not in --quick
 def test_serve_prints_the_mcp_url_and_ready_to_paste_client_config() -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "fake_contextq.cli", "serve", "--memory", "--port", "0"],
@@ -239,6 +243,7 @@ def test_serve_prints_the_mcp_url_and_ready_to_paste_client_config() -> None:
     assert server == {"type": "http", "url": mcp_url, "headers": {"Authorization": auth}}
 
 
+@pytest.mark.slow  # a subprocess: not in --quick
 def test_a_served_fake_loads_the_mcp_sdk_only_with_the_first_mcp_request() -> None:
     """Most served fakes never see an MCP request; the SDK costs half a second to import."""
     code = (

@@ -374,6 +374,7 @@ def test_two_instances_in_threads_in_process(
 
 @_RACE_SETTINGS
 @given(rounds=_rounds, seed=st.integers(0, 2**32))
+@pytest.mark.slow  # a subprocess: not in --quick
 def test_two_instances_in_threads_served(
     shared_fake: FakeContextQ, served_url: str, rounds: list[Any], seed: int
 ) -> None:

@@ -327,6 +327,7 @@ def start_recording(out: Path, upstream: str) -> tuple[subprocess.Popen[str], st
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
+@pytest.mark.slow  # a subprocess: not in --quick
 def test_the_record_command_streams_through_and_stops_cleanly(
     tmp_path: Path, stop: signal.Signals
 ) -> None:
@@ -352,6 +353,7 @@ def test_the_record_command_streams_through_and_stops_cleanly(
     assert KEY not in out.read_text("utf-8")
 
 
+@pytest.mark.slow  # a subprocess: not in --quick
 def test_a_recording_cut_by_sigkill_still_loads(tmp_path: Path) -> None:
     out = tmp_path / "killed.json"
     upstream = ScriptedModel()
@@ -395,6 +397,7 @@ def test_an_unreachable_upstream_is_a_502_and_recorded_as_nothing(tmp_path: Path
         recorder.verify()
 
 
+@pytest.mark.slow  # a subprocess: not in --quick
 def test_serve_replays_a_recording_over_http(recorded: Path) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "fake_anthropic", "serve", str(recorded), "--match", "order"],

@@ -5,10 +5,7 @@ command-line option of the plugin is in ``docs/reference/fixtures.md``, and noth
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +17,7 @@ from contextq_fixtures._state import MARKER_OPTIONS
 from e2e.live_memory_roundtrip import _parser as live_parser
 from fake_anthropic.cli import _parser as anthropic_parser
 from fake_contextq.cli.main import _parser as contextq_parser
+from tests.helpers import pytest_help
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "reference"
 
@@ -95,12 +93,7 @@ def test_the_marker_table_names_every_marker_option() -> None:
 
 
 def test_the_option_table_is_the_plugins_options() -> None:
-    shown = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "contextq_fixtures", "--help"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
-    ).stdout
+    shown = pytest_help()
     group = shown.split("ContextQ fixtures (contextq_fixtures):", 1)[1].split("\n\n", 1)[0]
     plugin_options = set(re.findall(r"^\s+(--[a-z-]+)", group, re.M))
     body = _sections(DOCS / "fixtures.md")["Command-line options"]

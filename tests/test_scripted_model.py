@@ -881,6 +881,7 @@ def test_served_over_http() -> None:
     model.verify()
 
 
+@pytest.mark.slow
 def test_served_to_a_subprocess() -> None:
     model = ScriptedModel()
     model.script(text("From a subprocess."))
