@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import httpx2
 
 from adapter import ContextQClient, wire
+from adapter._tls import default_ssl_context
 from contextq_conformance._names import TARGETS
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ class Target(Protocol):
 def _client(key: str, base_url: str, http: httpx2.Client | None = None) -> Client:
     recorder = Recorder()
     if http is None:
-        http = httpx2.Client(timeout=30.0)
+        http = httpx2.Client(timeout=30.0, verify=default_ssl_context())  # 35 ms saved a key
     http.event_hooks["response"].append(recorder)
     api = ContextQClient(key, base_url=base_url, http_client=http, max_retries=0)
     return Client(api, recorder, key, http)

@@ -26,6 +26,7 @@ import httpx2
 
 from adapter import ContextQClient, wire
 from adapter.errors import AuthenticationError, ContextQConnectionError, redact
+from adapter._tls import default_ssl_context
 from contextq_fixtures import tenant_sql
 from contextq_fixtures.database import (
     FOREIGN_KEY_VIOLATION,
@@ -234,7 +235,7 @@ class LiveStack:
             # the client's own checks of the URL (http(s), a host, no credentials in it)
             ContextQClient(_PROBE_KEY, base_url=self.config.api_url).close()
             url = self.config.api_url.rstrip("/") + wire.Routes.LIST_WORKSPACES.path()
-            with httpx2.Client(timeout=self.config.timeout) as http:
+            with httpx2.Client(timeout=self.config.timeout, verify=default_ssl_context()) as http:
                 http.get(url, headers={"Accept": "application/json"})
         except ValueError as exc:
             raise LiveSetupError(f"cannot use {where}: {exc}; check CONTEXT_API_URL") from None
