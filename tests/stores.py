@@ -33,8 +33,13 @@ POSTGRES_URL = os.environ.get(
 REQUIRE_POSTGRES = os.environ.get("CONTEXTQ_REQUIRE_POSTGRES") == "1"
 
 
+_ANSWERED: list[bool] = []  # once Postgres answered, this process takes it as there
+
+
 def postgres_unavailable() -> None:
     """Skip (or, under ``.ci/run``, fail) when no Postgres answers at ``POSTGRES_URL``."""
+    if _ANSWERED:
+        return
     try:
         engine = sa.create_engine(POSTGRES_URL)
         try:
@@ -50,6 +55,7 @@ def postgres_unavailable() -> None:
         if REQUIRE_POSTGRES:
             pytest.fail(message)
         pytest.skip(message)
+    _ANSWERED.append(True)
 
 
 @contextmanager

@@ -129,6 +129,13 @@ def test_rows_and_keys_survive_a_restart(db_url: str) -> None:
         second.reset()
         assert second.tenants() == []
         assert second.audit_log() == []
+        # ids start again, as they do on a fresh database
+        again = second.create_tenant("again")
+        assert again.id == 1
+        with second.client(second.mint_key(again, wire.SCOPES)) as c:
+            assert ok(c.post("/api/contexts", json=context_body()), 201)["id"] == 1
+        assert [row.id for row in second.audit_log()][:1] == [1]
+        assert second.verify_audit_chain() >= 1
     second_store.close()
 
 

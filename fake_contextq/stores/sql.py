@@ -327,6 +327,7 @@ class SqlStore:
         ] = {}
         self._nextval: dict[str, sa.Select[Any]] = {}
         self._with_audit: dict[str, sa.Select[Any]] = {}  # kind -> its id, head, audit id
+        self._pg_reset = ""
         if self._dialect == "sqlite":
             _sqlite_immediate(self.engine, in_memory=self._memory_lock is not None, durable=durable)
         elif self._dialect == "postgresql":
@@ -609,6 +610,17 @@ class SqlStore:
                 name: sa.func.nextval(sa.cast(sa.literal(sequence, sa.Text), postgresql.REGCLASS))
                 for name, sequence in found
             }
+            # DELETE and setval, not TRUNCATE ... RESTART IDENTITY: the same empty tables and
+            # fresh ids, in 5 ms rather than 25-40 (TRUNCATE replaces each table's files).
+            # Children go first; the transaction's advisory lock keeps other writers out.
+            quote = self.engine.dialect.identifier_preparer.format_table
+            self._pg_reset = "; ".join(
+                [f"DELETE FROM {quote(table)}" for table in s.DATA_TABLES]
+                + [
+                    batch.cursor.mogrify("SELECT setval(%s::regclass, 1, false)", (sequence,))
+                    for _, sequence in found
+                ]
+            )
         for name, drawn in nextval.items():
             self._nextval[name] = sa.select(drawn)
         head, audit_id = _PG_LAST_HASH.scalar_subquery(), nextval[s.activity_logs.name]
@@ -701,9 +713,7 @@ class SqlStore:
         self._cache.clear()
         with self.transaction():
             if self._dialect == "postgresql":
-                quote = self.engine.dialect.identifier_preparer.format_table
-                names = ", ".join(quote(t) for t in s.DATA_TABLES)
-                self._pg.defer_sql(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
+                self._pg.defer_sql(self._pg_reset)
                 return
             conn = self._c
             for table in s.DATA_TABLES:
