@@ -7,6 +7,7 @@ import gc
 import json
 import os
 import threading
+import time
 
 import httpx2
 import pytest
@@ -153,6 +154,34 @@ def test_a_delay_beyond_the_read_timeout_is_a_read_timeout(fake: FakeContextQ, k
     # the answer would come after 0.5 s: a ReadTimeout means the client did not wait for it
     with fake.client(key, timeout=0.05) as c, pytest.raises(httpx2.ReadTimeout):
         c.get("/api/contexts")
+
+
+def test_stopping_a_served_fake_cuts_an_injected_delay_short(fake: FakeContextQ, key: str) -> None:
+    """A stop does not wait out an injected delay (a test may inject an hour and end); the
+    delayed request is still answered as the fault says."""
+    fault = fake.faults.inject("GET", "/api/contexts", delay=3600, status=503)
+    answers: list[int] = []
+    served = fake.serve()
+
+    def ask() -> None:
+        with httpx2.Client(base_url=served.url, timeout=120) as c:
+            answers.append(
+                c.get("/api/contexts", headers={"Authorization": f"Bearer {key}"}).status_code
+            )
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    for _ in range(1000):  # until the request is in its delay
+        if fault.hits:
+            break
+        time.sleep(0.01)
+    assert fault.hits == 1
+    stopping = threading.Thread(target=served.stop)
+    stopping.start()
+    stopping.join(60)
+    assert not stopping.is_alive(), "stop() waited for the hour-long delay"
+    asking.join(60)
+    assert answers == [503]
 
 
 def test_a_delay_within_the_timeout_just_slows_the_answer(

@@ -616,11 +616,28 @@ class Observed:
         self.bound = bound
         self.journal = bound.journal
         self.faults = bound.faults
+        self._delays: set[asyncio.Future[None]] = set()
 
     def shutting_down(self) -> None:
-        """The server is shutting down: end the dashboard's live streams, which would
-        otherwise keep it waiting for them."""
+        """The server is shutting down: end the dashboard's live streams and cut short the
+        injected delays, which would otherwise keep it waiting for them (a delay may be
+        minutes long). Called on the server's event loop."""
         self.bound.closing.set()
+        for delay in self._delays:
+            delay.cancel()
+
+    async def _delay(self, seconds: float) -> None:
+        """Wait out a fault's delay, or until the server shuts down, then answer as usual."""
+        sleeping = asyncio.ensure_future(self.faults.sleep(seconds))
+        self._delays.add(sleeping)
+        try:
+            await sleeping
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the request itself was cancelled, not only its delay
+        finally:
+            self._delays.discard(sleeping)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope[SCOPE_KEY] = self.bound
@@ -699,7 +716,7 @@ class Observed:
         try:
             if fault is not None:
                 if fault.delay:
-                    await self.faults.sleep(fault.delay)
+                    await self._delay(fault.delay)
                 if fault.drop:
                     record()
                     await _drop_connection(send)
