@@ -126,9 +126,6 @@ def run(args: argparse.Namespace) -> int:
         )
         return OK
 
-    import anthropic
-
-    from adapter import ContextQMemoryTool
     from contextq_fixtures.database import LiveSetupError
     from contextq_fixtures.live import CleanupError, LiveConfig, LiveStack
 
@@ -137,8 +134,14 @@ def run(args: argparse.Namespace) -> int:
         if args.api_url:
             config = replace(config, api_url=args.api_url)
         stack = LiveStack(config)
+    except LiveSetupError as exc:
+        print(f"live memory round trip: SETUP FAILED: {exc}")
+        return SETUP_FAILED
+    try:
+        stack.check()  # the database and the API, before any conversation relies on them
         stack.reap()
     except LiveSetupError as exc:
+        stack.close()
         print(f"live memory round trip: SETUP FAILED: {exc}")
         return SETUP_FAILED
     print(f"contextq: {config.api_url}, database: {stack.database.description}", flush=True)
@@ -156,6 +159,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"live memory round trip: SETUP FAILED: cannot record to {args.record}: {exc}")
             return SETUP_FAILED
         print(f"recording to {args.record} through {_host(sent_to)}", flush=True)
+
+    # imported once the stack answered: a setup failure is told before the SDK's second
+    import anthropic
+
+    from adapter import ContextQMemoryTool
 
     outcome = Outcome()
     where = ""

@@ -57,6 +57,11 @@ class Stack:
             engine.dispose()
 
 
+#: For the tests of recording, which the database's transport does not touch: that only
+#: provisions and cleans up, which every other test here runs over both.
+ONE_TRANSPORT = pytest.mark.parametrize("stack", ["dsn"], indirect=True)
+
+
 @pytest.fixture(scope="module", params=["dsn", "docker"])
 def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
     """One dev stack per transport for the module: each run makes and removes its own
@@ -214,6 +219,7 @@ def _serve_recording(path: Path) -> tuple[subprocess.Popen[str], str]:
     raise AssertionError(f"fake-anthropic serve printed no URL: {process.communicate()}")
 
 
+@ONE_TRANSPORT
 def test_record_then_replay_the_round_trip_with_no_model(stack: Stack, tmp_path: Path) -> None:
     """``--record``: the round trip through the recording proxy to "the real API" (a served
     scripted model here), then the same round trip replayed from the file alone, strictly
@@ -255,6 +261,7 @@ def test_record_then_replay_the_round_trip_with_no_model(stack: Stack, tmp_path:
     assert replay.returncode == 0, out + err  # every recorded exchange matched and played
 
 
+@ONE_TRANSPORT
 def test_record_to_an_unwritable_path_is_a_setup_failure(stack: Stack, tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
