@@ -24,6 +24,9 @@ ASGIApp = Callable[
 ]
 
 
+_DRAIN_POLL = 0.002  # how often a stop looks whether the connections have closed
+
+
 class _Server(uvicorn.Server):
     """uvicorn's server, with two changes for fakes that start and stop by the hundred:
 
@@ -31,7 +34,9 @@ class _Server(uvicorn.Server):
       down, before uvicorn waits for the requests in flight: an app that streams without
       end (a live page) then ends its streams, and the server stops at once;
     - ``request_exit()`` wakes the main loop at once, where uvicorn looks whether to exit
-      every tenth of a second (a fake stopped by a test would wait for that tick).
+      every tenth of a second (a fake stopped by a test would wait for that tick);
+    - ``shutdown()`` waits for the connections to close instead of sleeping a fixed
+      tenth of a second first.
     """
 
     def __init__(self, config: uvicorn.Config) -> None:
@@ -58,10 +63,33 @@ class _Server(uvicorn.Server):
                 loop.call_soon_threadsafe(wake.set)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's graceful shutdown, less its fixed tenth-of-a-second sleep (and its
+        tenth-of-a-second polls): it waits as long as the connections and requests in
+        flight take, which for a test's idle kept-alive connection is no time at all."""
         hook = getattr(self.config.app, "shutting_down", None)
         if callable(hook):
             hook()
-        await super().shutdown(sockets)
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        try:
+            async with asyncio.timeout(self.config.timeout_graceful_shutdown):
+                await self._drained()
+        except TimeoutError:
+            for task in self.server_state.tasks:
+                task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
+        if not self.force_exit:
+            await self.lifespan.shutdown()
+
+    async def _drained(self) -> None:
+        state = self.server_state
+        while (state.connections or state.tasks) and not self.force_exit:
+            await asyncio.sleep(_DRAIN_POLL)
+        for server in self.servers:
+            await server.wait_closed()
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -5,8 +5,10 @@ timed). Every served path (``fake-contextq serve``, ``FakeContextQ.serve()``,
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
+import threading
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
@@ -117,3 +119,39 @@ def test_a_malformed_control_token_is_a_401(header: bytes) -> None:
             response = client.get(path, headers={b"Authorization": header})
             assert response.status_code == 401, response.text
             assert response.json()["error"] == "unauthorized"
+
+
+def test_a_stop_answers_the_request_in_flight_first() -> None:
+    """A stop is graceful: the request being answered gets its whole answer, then the
+    server stops (and an idle kept-alive connection does not hold it up)."""
+    entered, release = threading.Event(), threading.Event()
+
+    async def slow(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await receive()
+        entered.set()
+        while not release.is_set():
+            await asyncio.sleep(0.005)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"done"})
+
+    answers: list[str] = []
+    with ServedApp(slow) as served:
+        served.start()
+        idle = httpx2.Client(base_url=served.url, timeout=60)
+        release.set()
+        assert idle.get("/").text == "done"  # now an idle kept-alive connection
+        release.clear()
+        asking = threading.Thread(target=lambda: answers.append(idle.get("/").text))
+        asking.start()
+        assert entered.wait(30)
+        stopping = threading.Thread(target=served.stop)
+        stopping.start()
+        stopping.join(0.3)
+        assert stopping.is_alive(), "stop() did not wait for the request in flight"
+        release.set()
+        stopping.join(30)
+        asking.join(30)
+        idle.close()
+    assert answers == ["done"]
