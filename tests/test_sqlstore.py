@@ -188,8 +188,11 @@ def _race(url: str, key: str, requests: list[tuple[str, Any]], start: Any, out: 
 
 
 def _race_two(url: str, key: str, requests: list[tuple[str, Any]]) -> list[int]:
-    """Run ``requests`` in two processes at once; every status, sorted."""
-    ctx = multiprocessing.get_context("spawn")
+    """Run ``requests`` in two processes at once; every status, sorted. The processes are
+    forked from a fork server that imported this module once for the worker (no threads,
+    nothing of the test's state), rather than spawned, each importing the fake again."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([__name__])
     start, out = ctx.Barrier(2), ctx.Queue()
     procs = [ctx.Process(target=_race, args=(url, key, requests, start, out)) for _ in range(2)]
     for p in procs:
