@@ -142,6 +142,7 @@ def test_a_stop_answers_the_request_in_flight_first() -> None:
         idle = httpx2.Client(base_url=served.url, timeout=60)
         release.set()
         assert idle.get("/").text == "done"  # now an idle kept-alive connection
+        entered.clear()
         release.clear()
         asking = threading.Thread(target=lambda: answers.append(idle.get("/").text))
         asking.start()
