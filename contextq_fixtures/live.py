@@ -25,8 +25,8 @@ from typing import Final, Literal
 import httpx2
 
 from adapter import ContextQClient, wire
-from adapter.errors import AuthenticationError, ContextQConnectionError, redact
 from adapter._tls import default_ssl_context
+from adapter.errors import AuthenticationError, ContextQConnectionError, redact
 from contextq_fixtures import tenant_sql
 from contextq_fixtures.database import (
     FOREIGN_KEY_VIOLATION,
