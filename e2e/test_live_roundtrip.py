@@ -57,8 +57,9 @@ class Stack:
             engine.dispose()
 
 
-#: For the tests of recording, which the database's transport does not touch: that only
-#: provisions and cleans up, which every other test here runs over both.
+#: For the tests whose subject the database's transport does not touch: it only provisions
+#: and cleans up, which the passing round trip runs over both (and tests/test_live.py
+#: checks over both, failures and interruptions included).
 ONE_TRANSPORT = pytest.mark.parametrize("stack", ["dsn"], indirect=True)
 
 
@@ -146,6 +147,7 @@ def test_the_round_trip_passes_and_cleans_up(stack: Stack, tmp_path: Path) -> No
     assert model_exit == 0, model_said  # every scripted turn was played
 
 
+@ONE_TRANSPORT
 def test_a_model_that_never_saves_fails_the_check_and_still_cleans_up(
     stack: Stack, tmp_path: Path
 ) -> None:
@@ -161,6 +163,7 @@ def test_a_model_that_never_saves_fails_the_check_and_still_cleans_up(
     assert stack.count("select count(*) from users") == 0
 
 
+@ONE_TRANSPORT
 def test_without_an_anthropic_key_it_says_why_and_exits_0_touching_nothing(stack: Stack) -> None:
     tenants = stack.count("select count(*) from tenants")
     result = _run(env={**stack.env, "ANTHROPIC_BASE_URL": "https://gateway.example:8443/v1"})
@@ -173,6 +176,7 @@ def test_without_an_anthropic_key_it_says_why_and_exits_0_touching_nothing(stack
     assert stack.count("select count(*) from tenants") == tenants
 
 
+@ONE_TRANSPORT
 def test_an_unreachable_stack_is_a_setup_failure(stack: Stack) -> None:
     env = {**stack.env, "ANTHROPIC_API_KEY": "sk-x", "CONTEXT_API_URL": "http://127.0.0.1:9"}
     result = _run("--anthropic-base-url", "http://127.0.0.1:9", env=env)
