@@ -234,6 +234,26 @@ def bench_served(bench: Bench) -> None:
                 note=f"{rps:,.0f} req/s, {rps / floor_rps:.2f}x the floor's"
                 + (" (target >= 0.5x)" if kind == "memory" else ""),
             )
+
+        def floor_cycle() -> object:
+            served = ServedApp(served_floor_app, name="floor-cycle")
+            served.start()
+            served.stop()
+            return served
+
+        def fake_cycle() -> object:
+            with fakes["memory"].serve() as served:
+                return served.url
+
+        cycles = bench.iters(full=(60, 5), quick=(15, 2))
+        floor_up, fake_up = measure_interleaved([floor_cycle, fake_cycle], cycles.n, cycles.warmup)
+        bench.add("floor: a trivial app served, then stopped", floor_up)
+        bench.add(
+            "memory: fake.serve(), then stopped (what a served fixture costs)",
+            fake_up,
+            baseline="floor: a trivial app served, then stopped",
+            target=Target(max_ms=50.0),
+        )
     finally:
         gc.unfreeze()
         stack.close()

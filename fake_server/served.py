@@ -25,6 +25,7 @@ ASGIApp = Callable[
 
 
 _DRAIN_POLL = 0.002  # how often a stop looks whether the connections have closed
+_READY_POLL = 0.001  # how often a start looks whether uvicorn is ready (it takes 1-2 ms)
 
 
 class _Server(uvicorn.Server):
@@ -181,7 +182,7 @@ class ServedApp:
                 raise TimeoutError(
                     f"{self.name} did not become ready on {self.host} within {self.ready_timeout}s"
                 )
-            time.sleep(0.005)
+            time.sleep(_READY_POLL)
 
     def stop(self) -> None:
         if self._server is not None:
