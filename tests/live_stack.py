@@ -19,6 +19,9 @@ from tests.docker_engine import DockerEngineStandIn, StandInContainer
 from tests.stores import postgres_schema
 
 CONTAINER = "shared-context-postgres"
+#: bcrypt's lowest cost, for the keys tests mint (the default, 10, costs 60 ms a key to mint
+#: and again to verify; test_live.py checks that a run without a setting mints at it).
+TEST_KEY_COST = 4
 
 
 @dataclass
@@ -31,9 +34,11 @@ class DevStack:
     docker_host: str | None = None
 
     def config(self, *, docker: bool = False, **overrides: object) -> LiveConfig:
-        """What a downstream project would configure: the API URL and the database."""
+        """What a downstream project would configure: the API URL and the database. Keys
+        are minted at bcrypt's lowest cost, as in ``env``."""
         values: dict[str, object] = {
             "api_url": self.served.url,
+            "key_cost": TEST_KEY_COST,
             "dsn": None if docker else self.dsn,
             "container": CONTAINER,
             "db_user": "postgres",
@@ -47,7 +52,7 @@ class DevStack:
         """The same as environment variables, for a subprocess or pytester. Keys are
         minted at bcrypt's lowest cost: the stack verifies a key at the cost its hash
         holds, and cost 10 (the default, which test_live.py checks) costs 60 ms a key."""
-        env = {"CONTEXT_API_URL": self.served.url, wire.KEY_COST_ENV: "4"}
+        env = {"CONTEXT_API_URL": self.served.url, wire.KEY_COST_ENV: str(TEST_KEY_COST)}
         if docker:
             assert self.docker_host is not None
             env |= {

@@ -383,17 +383,21 @@ def test_without_the_docker_package_it_says_how_to_get_it_or_avoid_it() -> None:
 # ----- keys as the public docs describe them: bcrypt, found by prefix, revoked by id --------
 
 
-def test_minted_keys_are_bcrypt_at_the_real_services_likely_cost(
-    live: LiveStack, stack: DevStack
-) -> None:
-    tenant = live.provision()
-    stored = str(stack.scalar("select key_hash from api_keys where id = :k", k=tenant.key_id))
-    assert stored.startswith(f"$2b${wire.LIVE_BCRYPT_ROUNDS:02d}$")
-    assert wire.key_matches(tenant.key, stored)
-    prefix = stack.scalar("select prefix from api_keys where id = :k", k=tenant.key_id)
-    assert prefix == tenant.key[: wire.KEY_DISPLAY_PREFIX_LENGTH]
-    assert tenant.client.list_contexts().total == 0  # the stack found it by prefix, verified
-    live.cleanup(tenant)
+def test_minted_keys_are_bcrypt_at_the_real_services_likely_cost(stack: DevStack) -> None:
+    """Without ``CONTEXTQ_KEY_COST`` (which the other tests set to bcrypt's lowest)."""
+    env = {k: v for k, v in stack.env().items() if k != wire.KEY_COST_ENV}
+    live = LiveStack(LiveConfig.from_env(env), report=lambda _: None)
+    try:
+        tenant = live.provision()
+        stored = str(stack.scalar("select key_hash from api_keys where id = :k", k=tenant.key_id))
+        assert stored.startswith(f"$2b${wire.LIVE_BCRYPT_ROUNDS:02d}$")
+        assert wire.key_matches(tenant.key, stored)
+        prefix = stack.scalar("select prefix from api_keys where id = :k", k=tenant.key_id)
+        assert prefix == tenant.key[: wire.KEY_DISPLAY_PREFIX_LENGTH]
+        assert tenant.client.list_contexts().total == 0  # the stack found it by prefix, verified
+        live.cleanup(tenant)
+    finally:
+        live.close()
 
 
 def test_a_stack_that_stores_sha256_is_one_setting_away(stack: DevStack) -> None:
