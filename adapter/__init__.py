@@ -6,8 +6,9 @@ imports neither the Anthropic SDK nor httpx2.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from adapter._lazy import lazy_names
 
 if TYPE_CHECKING:
     from adapter.client import AsyncContextQClient, ContextQClient
@@ -130,14 +131,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'adapter' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"adapter.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])
+__getattr__, __dir__ = lazy_names(__name__, globals(), _HOMES)

@@ -6,8 +6,9 @@ Names load on first use, so ``adapter.wire`` (the wire contract, which the
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from adapter._lazy import lazy_names
 
 if TYPE_CHECKING:
     from fake_contextq.domain.backend import ContextQBackend
@@ -80,14 +81,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'fake_contextq' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"fake_contextq.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])
+__getattr__, __dir__ = lazy_names(__name__, globals(), _HOMES)

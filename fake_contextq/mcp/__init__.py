@@ -7,8 +7,9 @@ the ``mcp`` SDK (half a second) only when the first MCP request comes.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from adapter._lazy import lazy_names
 
 if TYPE_CHECKING:
     from fake_contextq.mcp.endpoint import McpEndpoint
@@ -48,14 +49,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'fake_contextq.mcp' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"fake_contextq.mcp.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])
+__getattr__, __dir__ = lazy_names(__name__, globals(), _HOMES)

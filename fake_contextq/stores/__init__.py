@@ -5,8 +5,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from adapter._lazy import lazy_names
 from fake_contextq.stores.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -15,9 +16,6 @@ if TYPE_CHECKING:
 __all__ = ["MemoryStore", "SchemaVersionError", "SqlStore"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in ("SqlStore", "SchemaVersionError"):
-        from fake_contextq.stores import sql
-
-        return getattr(sql, name)
-    raise AttributeError(f"module 'fake_contextq.stores' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_names(
+    __name__, globals(), {"SqlStore": "sql", "SchemaVersionError": "sql"}
+)
