@@ -145,7 +145,9 @@ _STR, _INT, _INTS = "a string", "an integer", "a list of integers"
 _INPUT: dict[str, dict[str, tuple[str, bool]]] = {
     "view": {"path": (_STR, True), "view_range": (_INTS, False)},
     "create": {"path": (_STR, True), "file_text": (_STR, True)},
-    "str_replace": {"path": (_STR, True), "old_str": (_STR, True), "new_str": (_STR, False)},
+    # new_str is required, as the SDK's command type has it: a model's call without it is a
+    # mistake, and reading it as "" would silently delete old_str
+    "str_replace": {"path": (_STR, True), "old_str": (_STR, True), "new_str": (_STR, True)},
     "insert": {"path": (_STR, True), "insert_line": (_INT, True), "insert_text": (_STR, True)},
     "delete": {"path": (_STR, True)},
     "rename": {"old_path": (_STR, True), "new_path": (_STR, True)},

@@ -155,7 +155,7 @@ class ContextQMemoryTool(BetaAbstractMemoryTool):
         return self._run(self.core.create(command.path, command.file_text), write=True)
 
     def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
-        plan = self.core.str_replace(command.path, command.old_str, command.new_str or "")
+        plan = self.core.str_replace(command.path, command.old_str, command.new_str)
         return self._run(plan, write=True)
 
     def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
@@ -263,7 +263,7 @@ class AsyncContextQMemoryTool(BetaAsyncAbstractMemoryTool):
         return await self._run(self.core.create(command.path, command.file_text), write=True)
 
     async def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
-        plan = self.core.str_replace(command.path, command.old_str, command.new_str or "")
+        plan = self.core.str_replace(command.path, command.old_str, command.new_str)
         return await self._run(plan, write=True)
 
     async def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:

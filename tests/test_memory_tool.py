@@ -512,6 +512,24 @@ def test_recall_finds_memory_files_by_wording(
     assert pinned.recall("zzz-nothing") == "No memory file matches 'zzz-nothing'."
 
 
+def test_a_str_replace_without_new_str_changes_nothing_sync_or_async(
+    fake: FakeContextQ, key: str, acme: str, tenant: Tenant, pinned: ContextQMemoryTool
+) -> None:
+    """A model's malformed call must not read as 'replace with nothing' and delete text."""
+    run(pinned, "create", path="/memories/a.md", file_text="keep this\n")
+    call = {"command": "str_replace", "path": "/memories/a.md", "old_str": "keep"}
+    with pytest.raises(ToolError, match="needs 'new_str'"):
+        pinned.call(call)
+
+    async def main() -> None:
+        tool = AsyncContextQMemoryTool(key, http_client=fake.async_client(), workspace=acme)
+        with pytest.raises(ToolError, match="needs 'new_str'"):
+            await tool.call(call)
+
+    asyncio.run(main())
+    assert fake.memory_files(tenant, acme) == {"/memories/a.md": "keep this\n"}
+
+
 # ----- async shell -----
 
 
@@ -686,6 +704,14 @@ def test_a_delete_whose_row_is_already_gone_succeeds(
             "'new_str' of the str_replace command holds a NUL character",
         ),
         ({"command": "str_replace", "path": "/memories/a.md", "new_str": "x"}, "needs 'old_str'"),
+        (
+            {"command": "str_replace", "path": "/memories/a.md", "old_str": "a"},
+            "The str_replace command needs 'new_str' \\(a string\\)",
+        ),
+        (
+            {"command": "str_replace", "path": "/memories/a.md", "old_str": "a", "new_str": None},
+            "needs 'new_str'",
+        ),
         ({"command": "create", "path": "/memories/a.md", "file_text": "\ud800"}, "surrogate"),
         ({"command": "explode"}, "Unknown memory command"),
         ("view /memories", "must be an object"),
