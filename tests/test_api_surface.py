@@ -257,7 +257,8 @@ def test_an_unknown_top_level_field_is_refused_saying_the_api_refuses_it_too() -
 
 def test_a_header_parameter_in_the_body_is_an_unknown_field() -> None:
     message = _refused(ScriptedModel(), extra_body={"workspace_id": "wrkspc_1"})
-    assert "'workspace_id' is not one the scripted model knows" in message
+    assert "'workspace_id' belongs in the anthropic-workspace-id header" in message
+    assert "the real API refuses it there too" in message
 
 
 def test_a_refused_field_says_what_is_not_modelled() -> None:

@@ -71,7 +71,7 @@ def not_modelled(kind: str, name: str, why: str | None, where: str | None) -> Re
             text += " The real API refuses an unknown one too (400 invalid_request_error)."
     if kind == "beta":
         text += (
-            " The real API would take it and may answer differently, so the request is not "
+            " The real API may take it and answer differently, so the request is not "
             "played. To play the script with the beta ignored: ScriptedModel(ignore_betas="
             f"[{name!r}]) or `fake-anthropic serve --ignore-beta {name}`."
         )
@@ -84,6 +84,18 @@ def not_modelled(kind: str, name: str, why: str | None, where: str | None) -> Re
     if why is None:
         text += f" A name the SDK or a client newly sends is classified in {SURFACE_MODULE}."
     return problem(text)
+
+
+def header_in_body(name: str) -> Refusal:
+    """An SDK parameter the SDK sends as a header (``betas``, ``workspace_id``...) found in
+    the body: the API refuses it as an unknown field, and so does the fake, saying where it
+    belongs."""
+    header = "anthropic-beta" if name == "betas" else "anthropic-" + name.replace("_", "-")
+    return problem(
+        f"the request field {name!r} belongs in the {header} header, where the SDK sends it, "
+        "not in the body; the real API refuses it there too (400 invalid_request_error, "
+        "an unknown field). Pass it as the SDK's parameter, not in extra_body."
+    )
 
 
 def bad_ignored_beta(name: object) -> str:

@@ -334,8 +334,9 @@ def check(body: Json, betas: Sequence[str], ignored: frozenset[str]) -> None:
             raise errors.not_modelled("beta", beta, _why(BETAS, beta), None)
     for name in body:
         if name not in _FIELDS_OK:
-            why = None if name in HEADER_FIELDS else _why(FIELDS, name)
-            raise errors.not_modelled("field", name, why, None)
+            if name in HEADER_FIELDS:
+                raise errors.header_in_body(name)
+            raise errors.not_modelled("field", name, _why(FIELDS, name), None)
     tools = body.get("tools")
     for i, tool in enumerate(tools if isinstance(tools, list) else ()):
         kind = tool.get("type", "custom") if isinstance(tool, dict) else "custom"
