@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fake_anthropic import __version__
+from fake_anthropic.engine.surface import check_ignored_betas
 from fake_anthropic.model import ScriptedModel
 from fake_anthropic.record import recording
 from fake_anthropic.record.match import MATCH_MODES
@@ -45,6 +46,14 @@ def _parser() -> argparse.ArgumentParser:
         choices=MATCH_MODES,
         default="strict",
         help="for a recording: how a request must match the recorded one (strict)",
+    )
+    serve.add_argument(
+        "--ignore-beta",
+        action="append",
+        default=[],
+        metavar="BETA",
+        help="for a script: play requests sending BETA as if it were not sent, though the "
+        "scripted model does not model it (repeatable)",
     )
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind ({DEFAULT_HOST})")
     serve.add_argument("--port", type=int, default=0, help="port to bind (0: a free one)")
@@ -125,14 +134,15 @@ def _listen(command: str, host: str, port: int) -> socket.socket | None:
         return None
 
 
-def _load(path: str, match: str) -> ScriptedModel:
+def _load(path: str, match: str, ignore_betas: Sequence[str] = ()) -> ScriptedModel:
     try:
         document = json.loads(Path(path).read_text("utf-8"))
     except RecursionError:
         raise ValueError("it nests deeper than JSON is read here") from None
     if is_recording(document):
         return ScriptedModel.from_recording(path, match="order" if match == "order" else "strict")
-    return ScriptedModel.from_json(document if isinstance(document, list) else path)
+    source = document if isinstance(document, list) else path
+    return ScriptedModel.from_json(source, ignore_betas=ignore_betas)
 
 
 def _record(args: argparse.Namespace) -> int:
@@ -189,7 +199,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "record":
         return _record(args)
     try:
-        model = _load(args.script, args.match)
+        check_ignored_betas(args.ignore_beta)
+    except ValueError as exc:
+        print(f"fake-anthropic serve: --ignore-beta: {exc}", file=sys.stderr)
+        return 2
+    try:
+        model = _load(args.script, args.match, args.ignore_beta)
     except (OSError, ValueError, TypeError) as exc:
         print(f"fake-anthropic serve: cannot load {args.script}: {exc}", file=sys.stderr)
         return 2

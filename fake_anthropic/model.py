@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
@@ -121,11 +121,21 @@ class ScriptedModel:
     ``script(*items)`` appends turns: ``turn(...)``, a bare block (``text``,
     ``tool_use``, ``memory.*``), or a function of the ``Conversation`` so far returning a
     turn or a block. ``client`` / ``async_client`` reach it with no network and no key.
+    A request using a beta, field, tool type or block type the model does not model is a
+    script problem naming it; ``ignore_betas`` lists betas to play as if not sent
+    (``fake_anthropic.engine.surface`` classifies every name).
     """
 
-    def __init__(self, *, token_estimate: TokenEstimate = estimate_tokens) -> None:
+    def __init__(
+        self,
+        *,
+        token_estimate: TokenEstimate = estimate_tokens,
+        ignore_betas: Iterable[str] = (),
+    ) -> None:
         self._connector = SdkConnector()
-        self._engine: Engine | Replay | Recorder = Engine(token_estimate, self._connector)
+        self._engine: Engine | Replay | Recorder = Engine(
+            token_estimate, self._connector, ignore_betas
+        )
         self._client: anthropic.Anthropic | None = None
         self._async_client: anthropic.AsyncAnthropic | None = None
         self._api_key = API_KEY
@@ -136,6 +146,7 @@ class ScriptedModel:
         source: str | os.PathLike[str] | list[object],
         *,
         token_estimate: TokenEstimate = estimate_tokens,
+        ignore_betas: Iterable[str] = (),
     ) -> ScriptedModel:
         """A model scripted from JSON: a list of items, each a turn (a list of content
         blocks in the API's shape, or ``{"content": [...], "stop_reason": ...,
@@ -143,7 +154,7 @@ class ScriptedModel:
         or ``{"type": "api_error", "status": ..., "error": {"type": ..., "message": ...},
         "retry_after": ...}``; ``source`` is that list or the path of a file holding it."""
         data = source if isinstance(source, list) else json.loads(Path(source).read_text("utf-8"))
-        model = cls(token_estimate=token_estimate)
+        model = cls(token_estimate=token_estimate, ignore_betas=ignore_betas)
         model.script(*items_from_json(data))
         return model
 

@@ -27,14 +27,14 @@ import secrets
 import string
 import threading
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from fake_anthropic.engine import assumptions as assumed
 from fake_anthropic.engine import compaction as compacting
 from fake_anthropic.engine import context_editing as editing
-from fake_anthropic.engine import mcp, structured
+from fake_anthropic.engine import mcp, structured, surface
 from fake_anthropic.engine import sse as sse
 from fake_anthropic.engine import validation as check
 from fake_anthropic.engine.errors import Refusal, invalid, problem
@@ -215,8 +215,12 @@ class Engine:
         self,
         token_estimate: TokenEstimate = estimate_tokens,
         connector: McpConnector | None = None,
+        ignore_betas: Iterable[str] = (),
     ) -> None:
-        """``connector`` reaches the MCP servers of requests that use the MCP connector."""
+        """``connector`` reaches the MCP servers of requests that use the MCP connector;
+        ``ignore_betas`` are betas played as if not sent though ``engine.surface`` does not
+        model them."""
+        self._ignored_betas = surface.check_ignored_betas(ignore_betas)
         self._estimate = token_estimate
         self._connector = connector
         self._lock = threading.RLock()
@@ -552,6 +556,7 @@ class Engine:
             raise _invalid("anthropic-version: header is required")
         sent = check.check_fields(body, max_tokens_required=max_tokens_required)
         draft.messages = draft.seen_messages = draft.new_messages = copy.deepcopy(sent)
+        surface.check(body, draft.betas, self._ignored_betas)
         required = dict(assumed.REQUIRED_BETAS, compaction=assumed.COMPACTION_BETA)
         for name, beta in required.items():
             if body.get(name) is not None and beta not in draft.betas:
