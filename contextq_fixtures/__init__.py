@@ -18,7 +18,12 @@ from contextq_fixtures import failures, live_fixtures, recordings, report
 from contextq_fixtures._extra import needs_extra
 from contextq_fixtures._state import CALL_FAILED, MARKER, MARKER_OPTIONS, MODEL_KEY
 from contextq_fixtures.fixtures import (
+    AgentMemoryEnv,
+    AgentMemoryFactory,
     ContextQServer,
+    agent_memory,
+    agent_memory_env,
+    agent_memory_factory,
     async_contextq_client,
     async_memory_tool,
     contextq_api_key,
@@ -140,10 +145,15 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AgentMemoryEnv",
+    "AgentMemoryFactory",
     "ContextQServer",
     "LiveConfig",
     "LiveStack",
     "LiveTenant",
+    "agent_memory",
+    "agent_memory_env",
+    "agent_memory_factory",
     "async_contextq_client",
     "async_memory_tool",
     "contextq_api_key",

@@ -7,9 +7,10 @@ loads the plugin and uses none of them pays nothing for it.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import pytest
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
         ContextQClient,
         ContextQMemoryTool,
     )
+    from adapter.agent_memory import AgentMemory, ContextQAgentMemory
     from fake_contextq import FakeContextQ, ServedFake, Tenant
     from fake_contextq.mcp import SyncMcpClient
 
@@ -269,8 +271,162 @@ def contextq_mcp_url(contextq_server: ContextQServer) -> str:
     return contextq_server.mcp_url
 
 
+AGENT_MEMORY_BACKENDS: Final = ("contextq", "mcp", "local")
+
+
+class _TestWorkspace:
+    """The default of ``AgentMemoryFactory(workspace=...)``: the test's own workspace
+    (``None`` is a real choice there: sessions with no workspace)."""
+
+    def __repr__(self) -> str:
+        return "contextq_workspace"
+
+
+TEST_WORKSPACE: Final = _TestWorkspace()
+
+
+class AgentMemoryFactory:
+    """What ``agent_memory_factory`` gives a test: called, an ``AgentMemory`` bound to the
+    test's fake (REST or MCP, in-process, with the test's key) or a local one under the
+    test's ``tmp_path``; the fixture closes every one it made."""
+
+    def __init__(
+        self, request: pytest.FixtureRequest, fake: FakeContextQ, api_key: str, workspace: str
+    ) -> None:
+        self._request = request
+        self._fake = fake
+        self._api_key = api_key
+        self.workspace = workspace
+        self._closers: list[Callable[[], None]] = []
+
+    def __call__(
+        self,
+        backend: str = "contextq",
+        *,
+        strict: bool = True,
+        workspace: str | _TestWorkspace | None = TEST_WORKSPACE,
+        api_key: str | None = None,
+    ) -> AgentMemory:
+        """``backend``: ``contextq`` (REST, the typed client), ``mcp`` (ContextQ's MCP
+        tools) or ``local`` (JSON files in ``tmp_path / "agent-memory"``, one directory
+        for every local memory of the test). ``strict`` raises what a backend would
+        absorb, so a misconfigured test fails where it went wrong; ``strict=False`` is the
+        production behaviour, for tests of how code copes with an outage."""
+        if backend not in AGENT_MEMORY_BACKENDS:
+            raise ValueError(
+                f"agent_memory_factory: backend must be one of "
+                f"{', '.join(AGENT_MEMORY_BACKENDS)}, not {backend!r}"
+            )
+        with needs_extra("agent_memory_factory"):
+            from adapter.agent_memory import (
+                ContextQAgentMemory,
+                LocalAgentMemory,
+                McpAgentMemory,
+            )
+        if backend == "local":
+            tmp_path: Path = self._request.getfixturevalue("tmp_path")
+            return LocalAgentMemory(tmp_path / "agent-memory", strict=strict)
+        slug = self.workspace if isinstance(workspace, _TestWorkspace) else workspace
+        key = self._api_key if api_key is None else api_key
+        memory: ContextQAgentMemory | McpAgentMemory
+        if backend == "mcp":
+            with needs_extra("agent_memory_factory"):
+                from adapter.mcp_client import SyncMcpClient
+
+            session = SyncMcpClient(self._fake.mcp_server(key)).open()
+            memory = McpAgentMemory(session, slug, strict=strict)
+        else:
+            from adapter import ContextQClient
+
+            http = self._fake.client()  # the client does not close what it was given
+            self._closers.append(http.close)
+            client = ContextQClient(key, http_client=http, retry_backoff=RETRY_BACKOFF)
+            memory = ContextQAgentMemory(client, slug, strict=strict)
+        self._closers.append(memory.close)
+        return memory
+
+    def close(self) -> None:
+        while self._closers:
+            self._closers.pop()()
+
+    def __repr__(self) -> str:  # no key: a failing test's report prints fixture values
+        return f"AgentMemoryFactory(workspace={self.workspace!r})"
+
+
+@pytest.fixture
+def agent_memory_factory(
+    request: pytest.FixtureRequest,
+    fake_contextq: FakeContextQ,
+    contextq_api_key: str,
+    contextq_workspace: str,
+) -> Iterator[AgentMemoryFactory]:
+    """Makes ``AgentMemory`` ports bound to the fake: ``make("contextq" | "mcp" | "local",
+    *, strict=True, workspace=contextq_workspace, api_key=None)``."""
+    factory = AgentMemoryFactory(request, fake_contextq, contextq_api_key, contextq_workspace)
+    yield factory
+    factory.close()
+
+
+@pytest.fixture
+def agent_memory(agent_memory_factory: AgentMemoryFactory) -> ContextQAgentMemory:
+    """A ``ContextQAgentMemory`` bound to the fake in-process with the test's key, pinned
+    to ``contextq_workspace``, strict: a failure raises instead of being absorbed."""
+    return cast("ContextQAgentMemory", agent_memory_factory())
+
+
+class _Masked(str):
+    """A secret that is itself where it is used (``str()``, the environment) and ``***``
+    wherever it is shown (``repr``: fixture values and assertion diffs in a report)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        from adapter.errors import REDACTED
+
+        return REDACTED
+
+
+class AgentMemoryEnv(dict[str, str]):
+    """The variables ``select_agent_memory()`` reads, the key among them ``***`` wherever
+    pytest shows it (a failing test's report prints fixture values and compared dicts)."""
+
+    def __repr__(self) -> str:
+        return f"AgentMemoryEnv({super().__repr__()})"
+
+
+@pytest.fixture
+def agent_memory_env(
+    monkeypatch: pytest.MonkeyPatch, contextq_server: ContextQServer, contextq_workspace: str
+) -> AgentMemoryEnv:
+    """Sets, for this test, the environment that makes ``select_agent_memory()`` choose the
+    ``contextq`` backend on the served fake (``CONTEXTQ_MEMORY_BACKEND``,
+    ``CONTEXT_API_URL``, ``CONTEXT_API_KEY``, ``CONTEXTQ_WORKSPACE``; ``CONTEXTQ_MEMORY``
+    and ``CONTEXTQ_MCP_URL`` removed), and returns it (also for ``env=``)."""
+    from adapter import wire
+    from adapter.agent_memory import select
+
+    env = AgentMemoryEnv(
+        {
+            select.BACKEND_ENV: "contextq",
+            wire.MCP_API_URL_ENV: contextq_server.url,
+            wire.MCP_API_KEY_ENV: _Masked(contextq_server.api_key),
+            select.WORKSPACE_ENV: contextq_workspace,
+        }
+    )
+    for name in (select.SWITCH_ENV, select.MCP_URL_ENV):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return env
+
+
 __all__ = [
+    "AgentMemoryEnv",
+    "AgentMemoryFactory",
     "ContextQServer",
+    "agent_memory",
+    "agent_memory_env",
+    "agent_memory_factory",
     "async_contextq_client",
     "async_memory_tool",
     "contextq_api_key",

@@ -16,6 +16,9 @@ PLUGIN: Final = "contextq_fixtures"
 #: Every fixture ``contextq_fixtures`` provides (a test holds this to the plugin's own).
 FIXTURES: Final = frozenset(
     {
+        "agent_memory",
+        "agent_memory_env",
+        "agent_memory_factory",
         "async_contextq_client",
         "async_memory_tool",
         "contextq_api_key",
