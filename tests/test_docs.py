@@ -21,12 +21,12 @@ how it is tested:
   package ships, exactly.
 - ``<!-- test: example PATH -->``: the block is the text of PATH exactly, a file of
   ``examples/`` that is itself tested (run by pytest, type-checked, loaded by a test).
+- ``<!-- test: covered-by PATH -->``: a test module at PATH reads this page's block and runs
+  it (with what only it can set up: a live stack, a recording round trip).
 
 No page includes a file (``--8<-- "PATH"``, ``::: name``) without saying it in words: a
 page reads as plain Markdown on the repository host, where the README links it, as well as
 on the site.
-- ``<!-- test: covered-by PATH -->``: a test module at PATH reads this page's block and runs
-  it (with what only it can set up: a live stack, a recording round trip).
 """
 
 from __future__ import annotations
