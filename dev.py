@@ -19,8 +19,12 @@
                                                           (all, or those named: a path or a
                                                           stem such as paths or quota)
 
-The first run creates ``.venv`` beside this file and installs the project into it
-(with the ``dev`` extra); later runs reinstall only when ``pyproject.toml`` changed.
+The first run creates ``.venv`` beside this file and installs the project into it, with
+the extra the command needs (serve and demo: ``fake``; the others: ``dev``, which holds
+them all). A ``.venv`` that already has what a command needs is used as it is, however
+it was installed (the quick start's ``pip install -e '.[pytest]'`` serves ``serve`` and
+``demo``); one that lacks something gets only that, from ``pyproject.toml``. Every command
+runs this tree's code (``python -m`` from here), whichever copy the venv holds.
 """
 
 from __future__ import annotations
@@ -31,31 +35,139 @@ import subprocess
 import sys
 import venv
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
-STAMP = VENV / ".installed-from"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
 
 
-def _fingerprint() -> str:
-    return hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+#: The extra of pyproject.toml each command needs; the others need ``dev``.
+EXTRA = {"serve": "fake", "demo": "fake"}
 
 
-def ensure_venv() -> None:
+def ensure_venv(extra: str) -> None:
+    """``.venv`` with the project and ``extra``: created and installed on the first run,
+    completed when it lacks something, left alone when it has it all."""
     if sys.version_info < (3, 11):
         sys.exit(f"dev.py: Python 3.11 or newer is needed, this is {sys.version.split()[0]}")
-    if not PYTHON.exists():
+    fresh = not PYTHON.exists()
+    if fresh:
         print(f"dev.py: creating {VENV.name}/ (first run)", flush=True)
         venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
-    if STAMP.exists() and STAMP.read_text() == _fingerprint():
-        return
-    print("dev.py: installing the project and its dev tools into .venv/", flush=True)
-    pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check", "install", "--quiet"]
-    subprocess.run([*pip, "--upgrade", "pip"], check=True)
-    subprocess.run([*pip, "--editable", f"{ROOT}[dev]"], check=True, cwd=ROOT)
-    STAMP.write_text(_fingerprint())
+        _pip("install", "--upgrade", "pip")
+        lacking = ["the project"]
+    else:
+        lacking = _lacking(extra)
+        if not lacking:
+            return
+    shown = ", ".join(lacking[:6]) + (f" and {len(lacking) - 6} more" if len(lacking) > 6 else "")
+    print(
+        f"dev.py: installing the project with its {extra!r} extra into {VENV.name}/ "
+        f"(it lacks {shown})",
+        flush=True,
+    )
+    _pip("install", "--editable", f"{ROOT}[{extra}]")
+
+
+def _pip(*args: str) -> None:
+    quiet = ["--disable-pip-version-check", "--quiet"]
+    subprocess.run([str(PYTHON), "-m", "pip", *args[:1], *quiet, *args[1:]], check=True, cwd=ROOT)
+
+
+def _lacking(extra: str) -> list[str]:
+    """What ``.venv`` lacks for ``extra``, asked of its own Python (``dev.py _lacking``)."""
+    import json
+
+    asked = subprocess.run(
+        [str(PYTHON), str(ROOT / "dev.py"), "_lacking", extra],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    if asked.returncode != 0:
+        said = (asked.stderr.strip().splitlines() or ["no answer"])[-1]
+        return [f"a check of what it holds ({said})"]
+    found: list[str] = json.loads(asked.stdout)
+    return found
+
+
+def lacking(extra: str) -> list[str]:
+    """Run in the venv's Python: what it lacks for a command that needs ``extra``. The
+    project must be installed (editable or not: dev.py runs this tree's code either way)
+    with the commands and entry points pyproject.toml declares, and every requirement of
+    the base and of ``extra`` (the extras it names, and those of its requirements too) at a
+    version its specifier allows. Empty when nothing is missing."""
+    import importlib.metadata as md
+    import tomllib
+
+    requirements, utils = _packaging("requirements"), _packaging("utils")
+    Requirement, InvalidRequirement = requirements.Requirement, requirements.InvalidRequirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    name = project["name"]
+    extras = project.get("optional-dependencies", {})
+    if extra not in extras:
+        return [f"no extra {extra!r} in pyproject.toml"]
+    try:
+        installed = md.distribution(name)
+    except md.PackageNotFoundError:
+        return [f"the project ({name})"]
+    declared = {("console_scripts", n) for n in project.get("scripts", {})}
+    declared |= {(g, n) for g, group in project.get("entry-points", {}).items() for n in group}
+    held = {(ep.group, ep.name) for ep in installed.entry_points}
+    found = [f"the {group} entry point {n!r}" for group, n in sorted(declared - held)]
+
+    wanted = [Requirement(r) for r in project.get("dependencies", [])]
+    named, todo = set(), [extra]
+    while todo:  # an extra may name the project's other extras: "contextq-memory-tool[fake]"
+        current = todo.pop()
+        if current not in named:
+            named.add(current)
+            for req in map(Requirement, extras[current]):
+                if utils.canonicalize_name(req.name) == utils.canonicalize_name(name):
+                    todo.extend(req.extras)
+                else:
+                    wanted.append(req)
+    seen: set[str] = set()
+    while wanted:
+        req = wanted.pop(0)
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        if str(req) in seen:
+            continue
+        seen.add(str(req))
+        try:
+            version = md.version(req.name)
+        except md.PackageNotFoundError:
+            found.append(str(req))
+            continue
+        if not req.specifier.contains(version, prereleases=True):
+            found.append(f"{req} ({version} installed)")
+            continue
+        for sub in req.extras:  # psycopg[binary]: what psycopg requires for "binary"
+            for spec in md.requires(req.name) or []:
+                try:
+                    needed = Requirement(spec)
+                except InvalidRequirement:
+                    continue
+                marker = needed.marker
+                only_for_it = marker is not None and not marker.evaluate({"extra": ""})
+                if only_for_it and marker.evaluate({"extra": sub}):
+                    needed.marker = None
+                    wanted.append(needed)
+    return found
+
+
+def _packaging(module: str) -> Any:
+    """A module of ``packaging``; not every venv has it, but pip always carries a copy."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"packaging.{module}")
+    except ImportError:
+        return importlib.import_module(f"pip._vendor.packaging.{module}")
 
 
 def _test_order(args: list[str]) -> list[str]:
@@ -85,6 +197,49 @@ def _cached_bytecode() -> dict[str, str]:
     return env
 
 
+#: Seconds between two of dev.py test's progress lines (DEV_PY_PROGRESS_EVERY: another).
+PROGRESS_EVERY = 30.0
+
+
+def run_pytest(args: list[str]) -> int:
+    """pytest (run in .venv's Python, from ROOT, as ``python -m pytest`` would be) with a
+    progress line: each row of dots ends with how many tests ran of how many
+    (``console_output_style = "count"`` in pyproject.toml), and every PROGRESS_EVERY
+    seconds, at a row's end, a line adds the time so far. On a busy machine the suite takes
+    several times what it takes on an idle one; this says where it is."""
+    import time
+
+    import pytest
+
+    every = float(os.environ.get("DEV_PY_PROGRESS_EVERY", PROGRESS_EVERY))
+
+    class Progress:
+        def __init__(self) -> None:
+            self.started = self.shown = time.monotonic()
+            self.session: pytest.Session | None = None
+            self.said = 0  # the count the last line gave
+
+        def pytest_sessionstart(self, session: pytest.Session) -> None:
+            self.session = session
+
+        @pytest.hookimpl(trylast=True)  # after the terminal reporter wrote the report's dot
+        def pytest_runtest_logreport(self) -> None:  # pluggy: the report is not needed
+            now = time.monotonic()
+            if self.session is None or now - self.shown < every:
+                return
+            reporter = self.session.config.pluginmanager.get_plugin("terminalreporter")
+            writer = getattr(reporter, "_tw", None)  # pytest's writer: where the row is
+            if reporter is None or writer is None or writer.width_of_current_line:
+                return  # not at a row's end
+            done, total = reporter.reported_progress, self.session.testscollected
+            if 0 < done < total and done != self.said:
+                self.shown, self.said = now, done
+                elapsed = _minutes(now - self.started)
+                reporter.write_line(f"dev.py: {done} of {total} tests run, {elapsed} elapsed")
+
+    return int(pytest.main(args, plugins=[Progress()]))
+
+
 def run(*cmd: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None) -> int:
     return subprocess.call([str(c) for c in cmd], cwd=cwd, env=env)
 
@@ -108,15 +263,23 @@ def main(argv: list[str]) -> int:
     command, rest = argv[0], argv[1:]
     if command == "_mutmut":  # dev.py mutate's child, already in .venv's Python
         return _mutmut_one(rest[0], rest[1:])
+    if command == "_pytest":  # dev.py test's pytest, in .venv's Python
+        return run_pytest(rest)
+    if command == "_lacking":  # ensure_venv's question, asked of .venv's Python
+        import json
+
+        print(json.dumps(lacking(rest[0])))
+        return 0
     if command not in ("serve", "demo", "test", "check", "docs", "bench", "package", "mutate"):
         print(f"dev.py: unknown command {command!r}\n{__doc__}", file=sys.stderr)
         return 2
-    ensure_venv()
+    ensure_venv(EXTRA.get(command, "dev"))
+    # python -m from ROOT: this tree's code, whichever copy of the project .venv holds
     if command == "serve":
         # a developer's server: the control routes and the dashboard on (--no-control: off)
-        return hand_over(str(BIN / "fake-contextq"), "serve", "--control", *rest)
+        return hand_over(str(PYTHON), "-m", "fake_contextq.cli", "serve", "--control", *rest)
     if command == "demo":
-        return run(BIN / "contextq-demo", *rest)
+        return run(PYTHON, "-m", "contextq_demo", *rest)
     if command == "test":
         if "--quick" in rest:  # and without the plugins the slow tests need: 1 s a process
             rest = [*rest, *(f"-pno:{p}" for p in ("schemathesis", "html", "recording"))]
@@ -124,7 +287,8 @@ def main(argv: list[str]) -> int:
         if not any(a.startswith("--dist") for a in rest):
             parallel += ["--dist", "loadgroup"]  # a group (the browser tests) on one worker
         order = _test_order(rest)
-        return run(PYTHON, "-m", "pytest", *parallel, *order, *rest, env=_cached_bytecode())
+        tests = (PYTHON, ROOT / "dev.py", "_pytest")  # pytest, with a progress line
+        return run(*tests, *parallel, *order, *rest, env=_cached_bytecode())
     if command == "package":
         return package()
     if command == "mutate":
@@ -149,11 +313,13 @@ def main(argv: list[str]) -> int:
         "e2e",
         "conftest.py",
         "dev.py",
+        "docs/hooks.py",
     )
     status |= run(PYTHON, "-m", "ruff", "format", "--check", *formatted)
     status |= run(PYTHON, "-m", "mypy")
     # the bench is a script whose modules import each other from its folder: checked alone
     status |= run(PYTHON, "-m", "mypy", "benchmarks")
+    status |= run(PYTHON, "-m", "mypy", "docs/hooks.py")  # the site's hook, loaded by MkDocs
     # the example project, strict by its own configuration, as a user's CI would check it
     # (MYPYPATH: mypy does not see an editable install's packages)
     status |= run(PYTHON, "-m", "mypy", ".", cwd=EXAMPLE, env={**os.environ, "MYPYPATH": str(ROOT)})

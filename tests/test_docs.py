@@ -17,16 +17,25 @@ how it is tested:
   line of the sample that is not a ``$`` command must appear in its output, in order
   (``…`` matches anything).
 - ``<!-- test: json [schema=script|recording] -->``: JSON, valid under that schema.
-- ``<!-- test: schema-file PATH -->``: the included file PATH is a JSON Schema.
-- ``<!-- test: example [PATH] -->``: the block includes a file (``--8<-- "PATH"``) that is
-  itself tested (``examples/``), or, with PATH, is that file's text exactly.
+- ``<!-- test: schema-file PATH -->``: the block is the text of PATH, a JSON Schema the
+  package ships, exactly.
+- ``<!-- test: example PATH -->``: the block is the text of PATH exactly, a file of
+  ``examples/`` that is itself tested (run by pytest, type-checked, loaded by a test).
 - ``<!-- test: covered-by PATH -->``: a test module at PATH reads this page's block and runs
   it (with what only it can set up: a live stack, a recording round trip).
+
+No page includes a file (``--8<-- "PATH"``, ``::: name``) without saying it in words: a
+page reads as plain Markdown on the repository host, where the README links it, as well as
+on the site.
 """
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
+import importlib
+import importlib.util
+import inspect
 import json
 import os
 import re
@@ -39,10 +48,12 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import jsonschema
 import pytest
+import yaml
 
 from tests.helpers import pytest_help
 
@@ -58,7 +69,6 @@ PAGES = sorted(
 BIN = Path(sys.executable).parent
 _FENCE = re.compile(r"^(```+)([\w-]*)\s*$")
 _DIRECTIVE = re.compile(r"^<!-- test: ([a-z-]+)(.*?) -->$")
-_INCLUDE = re.compile(r'^--8<-- "([^"]+)"$')
 
 
 @dataclass(frozen=True)
@@ -82,17 +92,6 @@ class Block:
 
     def flag(self, name: str) -> bool:
         return name in self.args.split()
-
-    @property
-    def included(self) -> Path | None:
-        found = _INCLUDE.match(self.text.strip())
-        return ROOT / found.group(1) if found else None
-
-    @property
-    def content(self) -> str:
-        """The block's text, or the text of the file it includes."""
-        included = self.included
-        return included.read_text("utf-8") if included is not None else self.text
 
 
 def blocks() -> list[Block]:
@@ -163,13 +162,126 @@ def test_the_readme_quick_start_is_on_the_first_screen() -> None:
     assert "pip install" in section and "def test_" in section
 
 
+# ----- pages read as plain Markdown -----
+
+#: A line the site replaces with another file's text (pymdownx.snippets), or with the
+#: docstrings of an object (mkdocstrings); on the repository host both show as they are.
+_SNIPPET = re.compile(r"^\s*-{1,}8<-{1,}")
+_AUTODOC = re.compile(r"^::: ([\w.]+)\n((?:    .*\n|\s*\n)*)", re.M)
+
+
+def _linked_pages() -> list[Path]:
+    """The pages the README links, and every page of the site's navigation."""
+    readme = (ROOT / "README.md").read_text("utf-8")
+    linked = [ROOT / link for link in re.findall(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)", readme)]
+    missing = [str(p.relative_to(ROOT)) for p in linked if not p.is_file()]
+    assert not missing, f"the README links pages that do not exist: {missing}"
+
+    def walk(node: Any) -> Iterator[str]:
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, list):
+            for item in node:
+                yield from walk(item)
+        elif isinstance(node, dict):
+            for item in node.values():
+                yield from walk(item)
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text("utf-8"))["nav"]
+    in_nav = [ROOT / "docs" / page for page in walk(nav)]
+    assert len(in_nav) > 20 and all(p.is_file() for p in in_nav), "the nav names its pages"
+    return sorted({ROOT / "README.md", *linked, *in_nav})
+
+
+LINKED = _linked_pages()
+
+
+@pytest.mark.parametrize("page", LINKED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_linked_page_shows_its_examples_itself(page: Path) -> None:
+    """No page the README links, and no page of the site, includes a file: on the
+    repository host an include is a bare marker where the example should be."""
+    included = [
+        f"{page.relative_to(ROOT)}:{number}: {line.strip()}"
+        for number, line in enumerate(page.read_text("utf-8").splitlines(), 1)
+        if _SNIPPET.match(line)
+    ]
+    assert not included, (
+        "put the file's text in the page, marked <!-- test: example PATH --> (schema-file "
+        f"for a JSON Schema), instead of including it: {included}"
+    )
+
+
+def test_the_sites_changelog_page_is_the_changelog() -> None:
+    """``docs/changelog.md`` points at CHANGELOG.md in words (an include would be a bare
+    marker on the repository host); the hook mkdocs.yml names shows the file there."""
+    [hook] = yaml.safe_load((ROOT / "mkdocs.yml").read_text("utf-8"))["hooks"]
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / hook)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def shown(page: str) -> str:
+        text = (ROOT / "docs" / page).read_text("utf-8")
+        found = SimpleNamespace(file=SimpleNamespace(src_uri=page))
+        result: str = module.on_page_markdown(text, page=found, config={}, files=[])
+        return result
+
+    assert "../CHANGELOG.md" in (ROOT / "docs" / "changelog.md").read_text("utf-8")
+    assert shown("changelog.md") == (ROOT / "CHANGELOG.md").read_text("utf-8")
+    assert shown("index.md") == (ROOT / "docs" / "index.md").read_text("utf-8")
+
+
+def _documented(target: str, options: str) -> list[str]:
+    """The names an mkdocstrings block shows: the object, and its public members (those
+    its ``members`` option lists, none for ``members: false``)."""
+    module_name, _, attribute = target.rpartition(".")
+    try:
+        obj = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError, ValueError):
+        obj = importlib.import_module(target)
+    names = [target.rpartition(".")[2]]
+    members = re.search(r"^\s+members:\s*(.+)$", options, re.M)
+    if members is not None:
+        listed = members.group(1).strip()
+        return names if listed == "false" else names + re.findall(r"\w+", listed)
+    if inspect.isclass(obj):
+        return names + [n for n in vars(obj) if not n.startswith("_")]
+    if inspect.ismodule(obj):
+        return names + [
+            n
+            for n, value in vars(obj).items()
+            if not n.startswith("_") and getattr(value, "__module__", None) == obj.__name__
+        ]
+    return names
+
+
+_API_PAGES = [p for p in LINKED if _AUTODOC.search(p.read_text("utf-8"))]
+
+
+@pytest.mark.parametrize("page", _API_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_generated_api_section_is_written_out_too(page: Path) -> None:
+    """A page whose API section the site generates from docstrings (``::: name``) names,
+    in its own words, each object and member that section shows: read without the
+    generated part, on the repository host, it is still the reference."""
+    text = page.read_text("utf-8")
+    prose = _AUTODOC.sub("", re.sub(r"^(```+).*?^\1\s*$", "", text, flags=re.M | re.S))
+    spans = " ".join(re.findall(r"`([^`]+)`", prose))
+    unnamed = [
+        f"{target}: {name}"
+        for target, options in _AUTODOC.findall(text)
+        for name in _documented(target, options)
+        if not re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", spans)
+    ]
+    assert not unnamed, f"{page.relative_to(ROOT)} shows these only in generated text: {unnamed}"
+
+
 # ----- python -----
 
 
 @pytest.mark.parametrize("block", of("pytest"))
 def test_a_test_module_block_passes(block: Block, pytester: pytest.Pytester) -> None:
     pytester.syspathinsert(ROOT / "examples" / "agent")
-    pytester.makepyfile(test_block=block.content)
+    pytester.makepyfile(test_block=block.text)
     result = pytester.runpytest_inprocess("-p", "contextq_fixtures", "-p", "no:randomly", "-q")
     outcomes = result.parseoutcomes()
     assert (
@@ -179,7 +291,7 @@ def test_a_test_module_block_passes(block: Block, pytester: pytest.Pytester) -> 
 
 @pytest.mark.parametrize("block", of("conftest"))
 def test_a_conftest_block_loads_the_plugin(block: Block, pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(block.content)
+    pytester.makeconftest(block.text)
     pytester.makepyfile("def test_fixture(memory_tool):\n    assert memory_tool is not None\n")
     result = pytester.runpytest_inprocess("-p", "no:randomly", "-q")  # no -p: the conftest
     result.assert_outcomes(passed=1)
@@ -215,7 +327,7 @@ def test_a_script_block_runs(
         request.addfinalizer(served.stop)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", served.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-docs-harness")
-    exec(compile(block.content, str(block.page), "exec"), {"__name__": "__docs__"})
+    exec(compile(block.text, str(block.page), "exec"), {"__name__": "__docs__"})
     if model is not None:
         model.verify()
 
@@ -227,28 +339,40 @@ def test_a_script_block_runs(
 def test_a_json_block_is_valid(block: Block) -> None:
     from fake_anthropic.schemas import RECORDING, SCRIPT, load
 
-    data = json.loads(block.content)
+    data = json.loads(block.text)
     schema = block.option("schema")
     if schema is not None:
         jsonschema.validate(data, load({"script": SCRIPT, "recording": RECORDING}[schema]))
 
 
+def _same_as_file(block: Block) -> Path:
+    """The file the block copies, after checking the block is its text, word for word (a
+    diff says what to copy where when one of them changed)."""
+    named = block.args.strip()
+    assert named, f"{block.id}: the test line names the file the block copies"
+    target = ROOT / named
+    assert target.is_file(), f"{block.id}: no file {named}"
+    text = target.read_text("utf-8")
+    if block.text != text:
+        diff = difflib.unified_diff(
+            block.text.splitlines(), text.splitlines(), str(block.id), named, lineterm=""
+        )
+        raise AssertionError(
+            f"{block.id} differs from {named}; copy the file into the block:\n" + "\n".join(diff)
+        )
+    return target
+
+
 @pytest.mark.parametrize("block", of("schema-file"))
 def test_a_schema_block_is_the_shipped_schema(block: Block) -> None:
-    assert block.included == ROOT / block.args.strip()
-    jsonschema.Draft202012Validator.check_schema(json.loads(block.content))
+    target = _same_as_file(block)
+    assert target.is_relative_to(ROOT / "fake_anthropic" / "schemas"), block.id
+    jsonschema.Draft202012Validator.check_schema(json.loads(block.text))
 
 
 @pytest.mark.parametrize("block", of("example"))
 def test_an_example_block_is_a_tested_file(block: Block) -> None:
-    named = block.args.strip()
-    if named:  # the block is that file, word for word
-        assert block.text == (ROOT / named).read_text("utf-8"), f"{block.id} differs from {named}"
-        target = ROOT / named
-    else:
-        target = block.included  # type: ignore[assignment]
-        assert target is not None, f"{block.id}: an example block includes a file"
-    assert target.exists()
+    target = _same_as_file(block)
     assert target.is_relative_to(ROOT / "examples"), "examples/ is what CI runs and type-checks"
 
 
@@ -267,7 +391,7 @@ def test_a_covered_block_is_read_by_its_test(block: Block) -> None:
 def _commands(block: Block) -> Iterator[list[str]]:
     """Each command of a shell or console block: continuations joined, comments and
     ``&&`` split off, a console's output lines left out."""
-    joined = block.content.replace("\\\n", " ")
+    joined = block.text.replace("\\\n", " ")
     for raw in joined.splitlines():
         line = raw.strip()
         if block.language == "console":
@@ -395,7 +519,7 @@ def test_a_shell_block_runs(block: Block, tmp_path: Path, request: pytest.Fixtur
         request.getfixturevalue("served_fake")
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", block.content],
+        ["bash", "-euo", "pipefail", "-c", block.text],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -411,7 +535,7 @@ def test_a_console_sample_is_what_the_command_prints(block: Block, tmp_path: Pat
     assert command, f"{block.id}: an output block names its command"
     expected = [
         line
-        for line in block.content.splitlines()
+        for line in block.text.splitlines()
         if line.strip() and not line.startswith("$ ") and line.strip() != "…"
     ]
     env = {
