@@ -114,9 +114,10 @@ def _turn(item: object, where: str) -> Turn:
             raise ValueError(f"{where}: {name} must be a string")
     if fields.get("usage") is not None and not isinstance(fields["usage"], dict):
         raise ValueError(f"{where}: usage must be an object")
+    played = _blocks(blocks, where)  # its errors name the block already
     try:
         return turn(
-            *_blocks(blocks, where),
+            *played,
             stop_reason=fields.get("stop_reason"),
             stop_sequence=fields.get("stop_sequence"),
             usage=fields.get("usage"),
