@@ -163,6 +163,10 @@ def test_claude_codes_toolsearch_loads_a_deferred_tool_through_its_tool_result()
     model.verify()
     assert saved == ["Ship on Tuesdays"]
     assert "[tool_reference mcp__contextq__ctx_save]" in model.transcript()
+    found = model.tool_results[0]
+    assert found.name == "ToolSearch"
+    assert found.tool_references == ("mcp__contextq__ctx_save",)
+    assert found.content == "[tool_reference mcp__contextq__ctx_save]"  # failure pages show it
 
 
 # ----- script problems say how to load the tool ---------------------------------------------
