@@ -180,6 +180,47 @@ def test_calling_a_deferred_tool_nothing_loaded_names_it_and_says_how_to_load_it
     assert "tool_search('get_weather', ['get_weather'])" in message
 
 
+def test_a_call_before_the_search_of_the_same_reply_is_a_problem() -> None:
+    model = ScriptedModel()
+    model.script(
+        turn(tool_use("get_weather", {"city": "Paris"}), tool_search("weather", ["get_weather"]))
+    )
+    message = problem(model, [tool("get_weather"), REGEX])
+    assert "script item 1 calls deferred tool 'get_weather'" in message
+
+
+def test_a_server_tool_named_search_is_not_taken_for_a_client_search_tool() -> None:
+    model = ScriptedModel()
+    model.script(tool_use("get_weather", {"city": "Paris"}))
+    web_search: Any = {"type": "web_search_20250305", "name": "web_search"}
+    message = problem(model, [web_search])
+    assert "does not declare" in message
+    assert "probably behind" not in message
+
+
+def test_a_search_naming_an_mcp_tool_its_toolset_does_not_defer_is_a_problem() -> None:
+    model = ScriptedModel()
+    model.script(tool_search("save", ["ctx_save"]))
+    with pytest.raises(anthropic.InternalServerError) as caught:
+        model.client.beta.messages.create(
+            model=MODEL,
+            max_tokens=256,
+            messages=PROMPT,
+            mcp_servers=[{"type": "url", "url": "https://mcp.example/mcp", "name": "contextq"}],
+            tools=[
+                {
+                    "type": "mcp_toolset",
+                    "mcp_server_name": "contextq",
+                    "configs": {"ctx_save": {"defer_loading": False}},
+                },
+                REGEX,
+            ],
+            betas=["mcp-client-2025-11-20"],
+        )
+    message = caught.value.body["error"]["message"]  # type: ignore[index]
+    assert "naming tool 'ctx_save', which is not deferred" in message
+
+
 def test_a_search_in_an_earlier_turn_loads_the_tool_for_the_rest_of_the_conversation() -> None:
     model = ScriptedModel()
     model.script(

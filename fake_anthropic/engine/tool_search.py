@@ -50,6 +50,10 @@ class Deferral:
     def is_deferred(self, name: str) -> bool:
         return name in self.deferred
 
+    def deferred_anywhere(self, name: str) -> bool:
+        """Deferred as a client tool or as a tool of any MCP toolset."""
+        return name in self.deferred or any(self.mcp_deferred(s, name) for s in self.mcp)
+
     def mcp_deferred(self, server: str, tool: str) -> bool:
         default, overrides = self.mcp.get(server, (False, {}))
         return overrides.get(tool, default)
@@ -90,6 +94,7 @@ def check_request(tools: Sequence[Json] | None) -> Deferral:
     tool with the wrong name or itself deferred, or every tool deferred."""
     declared: set[str] = set()
     deferred: set[str] = set()
+    custom: set[str] = set()
     searchers: list[str] = []
     mcp: dict[str, tuple[bool, dict[str, bool]]] = {}
     loaded_up_front = 0
@@ -112,6 +117,8 @@ def check_request(tools: Sequence[Json] | None) -> Deferral:
         if not isinstance(name, str):
             continue
         declared.add(name)
+        if kind in (None, "custom"):
+            custom.add(name)
         if defer:
             deferred.add(name)
         else:
@@ -119,9 +126,7 @@ def check_request(tools: Sequence[Json] | None) -> Deferral:
     if tools and loaded_up_front == 0:
         raise invalid(assumed.ALL_TOOLS_DEFERRED_MESSAGE)
     word = assumed.CLIENT_SEARCH_TOOL_WORD
-    client_searchers = tuple(
-        n for n in sorted(declared - deferred) if n not in searchers and word in n.lower()
-    )
+    client_searchers = tuple(n for n in sorted(custom - deferred) if word in n.lower())
     return Deferral(
         frozenset(declared), frozenset(deferred), tuple(searchers), client_searchers, mcp
     )
@@ -195,7 +200,7 @@ class Loading:
                     f"does not declare (its tools: {sorted(self.deferral.declared)}); name a "
                     "tool the request declares with defer_loading: true"
                 )
-            if tool in self.deferral.declared and not self.deferral.is_deferred(tool):
+            if not self.deferral.deferred_anywhere(tool):
                 raise problem(
                     f"{where} plays a {name} result naming tool {tool!r}, which is not "
                     "deferred (the request declares it without defer_loading: true, so it is "
