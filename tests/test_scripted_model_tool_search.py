@@ -469,21 +469,36 @@ def test_a_stream_carries_the_search_blocks() -> None:
 
 
 def test_a_recorded_tool_search_run_replays(tmp_path: Path) -> None:
+    """A tool-runner run through the recording proxy, replayed strictly: the second
+    request sends the search pair back (its ids renamed by the match), and the replayed
+    replies carry the blocks as recorded."""
     path = tmp_path / "search.json"
+    calls: list[str] = []
+    get_weather, _ = weather_tools(calls)
     upstream = ScriptedModel()
     upstream.script(
-        turn(tool_search("weather", ["get_weather"]), tool_use("get_weather", {"city": "Paris"}))
+        turn(tool_search("weather", ["get_weather"]), tool_use("get_weather", {"city": "Paris"})),
+        text("Sunny."),
     )
-    tools = [REGEX, tool("get_weather")]
+
+    def run(model: ScriptedModel) -> Any:
+        return model.client.beta.messages.tool_runner(
+            model=MODEL, max_tokens=256, messages=PROMPT, tools=[get_weather, REGEX], thread=False
+        ).until_done()
+
     with upstream.serve() as served:
         recorder = ScriptedModel.recorder(path, api_key="sk-ant-recording", upstream=served.url)
         try:
-            live = create(recorder, tools)
+            live = run(recorder)
         finally:
             recorder.close()
     upstream.verify()
     replayed = ScriptedModel.from_recording(path)
-    again = create(replayed, tools)
+    again = run(replayed)
     replayed.verify()
-    assert [b.model_dump() for b in again.content] == [b.model_dump() for b in live.content]
-    assert again.content[1].type == "tool_search_tool_result"
+    assert again.content[0].text == live.content[0].text == "Sunny."
+    assert calls == ["Paris", "Paris"]
+    first = replayed.requests[0].response
+    assert first is not None
+    assert first["content"][1]["content"]["tool_references"][0]["tool_name"] == "get_weather"
+    assert "tool_search_tool_result #1 [tool_reference get_weather]" in replayed.transcript()
