@@ -177,6 +177,76 @@ def bench_scripted_runs(bench: Bench) -> None:
     )
 
 
+@section("scripted tool search (20-command tool-runner run, every tool deferred vs none)")
+def bench_scripted_tool_search(bench: Bench) -> None:
+    """The same 20 calls of four @beta_tool functions through the SDK's tool runner on
+    the scripted model: with every tool ``defer_loading`` and loaded by one regex search in
+    the first reply, and with no tool search at all. The ratio is what tool search (the
+    request checks, the references scanned, the deferred tools left out of the estimate)
+    costs a run."""
+    from anthropic import beta_tool
+
+    from fake_anthropic import ScriptedModel, text, tool_search, tool_use, turn
+
+    it = bench.iters(full=(30, 3), quick=(8, 2))
+    messages: Any = [{"role": "user", "content": "Keep these notes."}]
+    search: Any = {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"}
+    names = ("note_add", "note_get", "note_list", "note_drop")
+
+    def tools(deferred: bool) -> list[Any]:
+        notes: dict[str, str] = {}
+
+        def add(key: str, text: str) -> str:
+            notes[key] = text
+            return "added"
+
+        def get(key: str) -> str:
+            return notes.get(key, "missing")
+
+        def list_keys(prefix: str) -> str:
+            return ",".join(k for k in notes if k.startswith(prefix))
+
+        def drop(key: str) -> str:
+            return "dropped" if notes.pop(key, None) is not None else "missing"
+
+        functions = (add, get, list_keys, drop)
+        made: list[Any] = [
+            beta_tool(f, name=name, description=f"The {name} tool.", defer_loading=deferred)
+            for name, f in zip(names, functions, strict=True)
+        ]
+        return [*made, search] if deferred else made
+
+    inputs: list[tuple[str, dict[str, str]]] = []
+    for i in range(5):
+        inputs += [("note_add", {"key": f"n{i}", "text": f"fact {i}"})]
+        inputs += [("note_get", {"key": f"n{i}"})]
+        inputs += [("note_list", {"prefix": "n"})]
+        inputs += [("note_drop", {"key": f"n{i}"})]
+    calls = [tool_use(name, given) for name, given in inputs]
+
+    def run(deferred: bool) -> object:
+        model = ScriptedModel()
+        first = turn(tool_search("note", list(names)), calls[0]) if deferred else calls[0]
+        model.script(first, *calls[1:], text("done"))
+        final = model.client.beta.messages.tool_runner(
+            model="m", max_tokens=100, tools=tools(deferred), messages=messages
+        ).until_done()
+        model.verify()
+        return final
+
+    plain_s, deferred_s = measure_interleaved(
+        [lambda: run(False), lambda: run(True)], it.n, it.warmup
+    )
+    base = "scripted model, 4 tools: 20 calls"
+    bench.add(base, plain_s)
+    bench.add(
+        "scripted model, 4 tools deferred + 1 search: 20 calls",
+        deferred_s,
+        baseline=base,
+        target=Target(max_ratio=1.3),
+    )
+
+
 def _bench_report_page(bench: Bench, commands: list[dict[str, Any]], messages: Any) -> None:
     """The HTML page ``--contextq-report=DIR`` writes for a failed test, for a run of the 20
     commands: built from the model's requests, the commands with their requests, the

@@ -96,6 +96,16 @@ GOOD_ITEMS: list[Any] = [
         {"type": "mcp_tool_result", "tool_use_id": "mcptoolu_1", "is_error": False,
          "content": []},
     ],
+    [
+        {"type": "server_tool_use", "name": "tool_search_tool_regex", "input": {"query": "w"}},
+        {"type": "tool_search_tool_result", "content": {"type": "tool_search_tool_search_result",
+         "tool_references": [{"type": "tool_reference", "tool_name": "get_weather"}]}},
+    ],
+    [
+        {"type": "server_tool_use", "name": "tool_search_tool_bm25", "input": {"query": "w"}},
+        {"type": "tool_search_tool_result", "content": {"type": "tool_search_tool_result_error",
+         "error_code": "unavailable"}},
+    ],
 ]  # fmt: skip
 BAD_ITEMS: list[Any] = [
     "just text",
@@ -110,7 +120,17 @@ BAD_ITEMS: list[Any] = [
     {"type": "api_error", "status": 429, "error": {"message": "m"}},
     [{"type": "redacted_thinking"}],
     [{"type": "mcp_tool_use", "name": "ctx_get", "input": {}}],
-]
+    [
+        {"type": "server_tool_use", "name": "tool_search_tool_regex", "input": {"query": "w"}},
+        {"type": "tool_search_tool_result", "content": {"type": "tool_search_tool_search_result",
+         "tool_references": [{"type": "tool_reference"}]}},
+    ],
+    [
+        {"type": "server_tool_use", "name": "tool_search_tool_regex", "input": {"query": "w"}},
+        {"type": "tool_search_tool_result", "content": {"type": "tool_search_tool_result_error",
+         "error_code": "boom"}},
+    ],
+]  # fmt: skip
 
 
 def _loads(item: Any) -> bool:

@@ -232,12 +232,12 @@ def test_tool_reference_results_are_shown_in_the_transcript() -> None:
             {
                 "type": "tool_result",
                 "tool_use_id": "t1",
-                "content": [{"type": "tool_reference", "tool_name": "memory"}],
+                "content": [{"type": "tool_reference", "tool_name": "lookup"}],
             }
         ],
     }
     model.client.beta.messages.create(
         model=MODEL, max_tokens=64, messages=[*PROMPT, call("t1"), references], tools=TOOLS
     )
-    assert "tool_result #1 ok [tool_reference memory]" in model.transcript()
+    assert "tool_result #1 ok [tool_reference lookup]" in model.transcript()
     model.verify()

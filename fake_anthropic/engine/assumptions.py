@@ -185,3 +185,44 @@ MCP_PROTOCOL_ERROR_IS_TOOL_ERROR: Final = True
 """A JSON-RPC error from ``tools/call`` (an unknown tool, arguments of the wrong shape)
 becomes an ``mcp_tool_result`` with ``is_error: true`` holding the error's message, as a
 tool's own error does, so the model can read it and try again."""
+
+# --- tool search (defer_loading, tool_reference) -----------------------------------------
+
+ALL_TOOLS_DEFERRED_MESSAGE: Final = (
+    "All tools have defer_loading set. At least one tool must be non-deferred."
+)
+"""The 400 of a request whose every tool is deferred. The rule is the tool search docs';
+the wording is theirs as this project knew it, so assumed. A server tool search tool, a
+client tool without ``defer_loading`` and an ``mcp_toolset`` that leaves any tool
+undeferred each count as non-deferred."""
+
+TOOL_SEARCH_NEEDS_NO_BETA: Final = True
+"""The docs introduced tool search under the beta ``advanced-tool-use-2025-11-20``, but the
+SDK (2.14) carries the search tools, ``defer_loading`` and ``tool_reference`` in the
+non-beta ``messages`` types too, and its beta enum has no such name: so no beta is
+required (a request with or without it is answered the same)."""
+
+SEARCH_TOOL_CANNOT_BE_DEFERRED: Final = True
+"""The docs say the tool search tool itself must never be deferred (it is what loads the
+others); the fake refuses ``defer_loading: true`` on it with a 400 naming the field."""
+
+DEFERRED_TOOLS_UNCOUNTED_UNTIL_LOADED: Final = True
+"""The token estimate (replies' ``input_tokens`` and ``count_tokens``) leaves out the
+definition of a deferred tool until a ``tool_reference`` in the conversation loads it, and
+counts it whole from then on: the docs say deferred tools are not in the prompt until
+search returns them, and that a reference expands into the full definition. Deferred MCP
+tools are not counted at all (the fake measures the toolset entry, not the listing)."""
+
+TOOL_REFERENCE_NAMES_CHECKED: Final = "declared tools; any name under a deferring mcp_toolset"
+"""A ``tool_reference`` sent back (in a search result or a client ``tool_result``) naming
+no tool of the request is the API's 400 (the docs' "no corresponding tool definition").
+A name under an ``mcp_toolset`` that defers tools (by default or by a ``configs`` entry)
+is accepted unlisted: the fake does not ask the MCP server for its tools to check it. A
+client ``tool_result`` may reference a tool that is not deferred (harmless, accepted); a
+*scripted* search result that does is a script problem, since the API searches only
+deferred tools."""
+
+CLIENT_SEARCH_TOOL_WORD: Final = "search"
+"""A client tool whose name contains this (any case), such as Claude Code's
+``ToolSearch``, is taken for a client-side tool search: a scripted call of a tool the
+request does not declare then says the tool is probably behind it."""

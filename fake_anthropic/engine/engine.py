@@ -36,6 +36,7 @@ from fake_anthropic.engine import compaction as compacting
 from fake_anthropic.engine import context_editing as editing
 from fake_anthropic.engine import mcp, structured, surface
 from fake_anthropic.engine import sse as sse
+from fake_anthropic.engine import tool_search as searching
 from fake_anthropic.engine import validation as check
 from fake_anthropic.engine.errors import Refusal, invalid, problem
 from fake_anthropic.engine.mcp import McpConnector, McpOutcome, McpServer, McpUnreachable
@@ -336,7 +337,7 @@ class Engine:
             if system is not None:
                 prompt["system"] = system
             if tools is not None:
-                prompt["tools"] = tools
+                prompt["tools"] = searching.visible_tools(tools, messages)
             prompt["messages"] = messages
             return self._estimate(json_text(prompt))
 
@@ -351,6 +352,7 @@ class Engine:
         check.check_history(history, opens_with_compaction=start == 0)
         check.check_thinking_blocks(history, self._signatures, thinking, self._thinking_replies)
         check.check_tool_choice(body, tools, thinking)
+        searching.check_references(history, searching.check_request(tools))
         structured.output_schema(body)
         structured.strict_schemas(tools)
         return history[start:] if start else history
@@ -668,6 +670,7 @@ class Engine:
         listings: dict[str, list[str]] = {}
         check_names = all(isinstance(n, str) for n in declared)
         used = set(_tool_names(history))
+        loading = searching.Loading(tools, history)
         blocks: list[Json] = []
         for block in turn.blocks:
             if isinstance(block, Text):
@@ -690,6 +693,7 @@ class Engine:
                     self._signatures.add_redacted(block.data)
                     blocks.append({"type": "redacted_thinking", "data": block.data})
             elif isinstance(block, McpToolUse):
+                loading.mcp_call(block.server, block.name, where)
                 blocks.extend(self._mcp_blocks(block, servers, listings, used, where))
             elif isinstance(block, ServerToolUse):
                 if check_names and block.name not in declared:
@@ -697,6 +701,8 @@ class Engine:
                         f"{where} uses server tool {block.name!r}, which the request does not "
                         f"declare (its tools: {declared})"
                     )
+                if block.result_type == searching.RESULT_TYPE:
+                    loading.search(block.name, block.content, where)
                 use_id = block.id if block.id is not None else new_id("srvtoolu_")
                 blocks.append(
                     {
@@ -717,8 +723,9 @@ class Engine:
                 if check_names and block.name not in declared:
                     raise _problem(
                         f"{where} calls tool {block.name!r}, which the request does not "
-                        f"declare (its tools: {declared})"
+                        f"declare (its tools: {declared}){loading.undeclared_hint(block.name)}"
                     )
+                loading.call(block.name, where)
                 use_id = block.id if block.id is not None else new_id("toolu_")
                 if use_id in used:
                     raise _problem(f"{where} reuses tool_use id {use_id!r} of this conversation")

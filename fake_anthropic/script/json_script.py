@@ -13,7 +13,10 @@ A script is a list of items:
 
 Blocks are the reply's: ``text`` (with ``citations``), ``tool_use`` (``id`` optional),
 ``thinking`` (``signature`` optional), ``redacted_thinking``, and a ``server_tool_use``
-followed by its result block (``web_search_tool_result``...), as a reply holds them; an
+followed by its result block (``web_search_tool_result``...), as a reply holds them (a
+tool search's ``tool_search_tool_result`` is checked at load: its ``content`` must be a
+``tool_search_tool_search_result`` of ``tool_reference`` blocks or a
+``tool_search_tool_result_error``); an
 ``mcp_tool_use`` (``name``, ``input``, ``server_name``, ``id`` optional) calls that MCP
 server when played, unless its ``mcp_tool_result`` follows it, as a recorded reply holds
 it: then the result is played as it is.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fake_anthropic.script import search_results as searching
 from fake_anthropic.script.turns import (
     SERVER_TOOL_RESULT_TYPES,
     ApiError,
@@ -110,9 +114,10 @@ def _turn(item: object, where: str) -> Turn:
             raise ValueError(f"{where}: {name} must be a string")
     if fields.get("usage") is not None and not isinstance(fields["usage"], dict):
         raise ValueError(f"{where}: usage must be an object")
+    played = _blocks(blocks, where)  # its errors name the block already
     try:
         return turn(
-            *_blocks(blocks, where),
+            *played,
             stop_reason=fields.get("stop_reason"),
             stop_sequence=fields.get("stop_sequence"),
             usage=fields.get("usage"),
@@ -188,6 +193,13 @@ def _server_tool(block: Json, result: object, at: str) -> ServerToolUse:
     use_id = _optional_str(block, "id", at)
     if result.get("tool_use_id") not in (None, use_id):
         raise ValueError(f"{at}: the {expected} block answers another tool use id")
+    if expected == searching.RESULT_TYPE:
+        fault = searching.result_fault(result.get("content"))
+        if fault is not None:
+            raise ValueError(f"{at}: the {expected} block's {fault}")
+        query = given.get("query")
+        if not isinstance(query, str):
+            raise ValueError(f"{at}: the {name} call's input.query must be a string")
     return ServerToolUse(str(name), given, expected, result.get("content"), use_id)
 
 

@@ -20,6 +20,8 @@ class ToolResult:
     content: str
     is_error: bool
     name: str | None = None
+    tool_references: tuple[str, ...] = ()
+    """The tools its ``tool_reference`` blocks load (a client tool search's result)."""
 
 
 @dataclass(frozen=True)
@@ -77,16 +79,31 @@ class Conversation:
 
 
 def result_text(content: object) -> str:
-    """A tool result's content as text: a string as is, the text blocks of a list joined."""
+    """A tool result's content as text: a string as is, the text blocks of a list joined,
+    each ``tool_reference`` shown as ``[tool_reference NAME]`` (so a failure report shows
+    what a client tool search loaded)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
+        text = "".join(
             str(b.get("text", ""))
             for b in content
             if isinstance(b, dict) and b.get("type") == "text"
         )
+        refs = " ".join(f"[tool_reference {n}]" for n in result_references(content))
+        return f"{text} {refs}" if text and refs else text or refs
     return ""
+
+
+def result_references(content: object) -> tuple[str, ...]:
+    """The tool names of a tool result's ``tool_reference`` blocks."""
+    if not isinstance(content, list):
+        return ()
+    return tuple(
+        str(b.get("tool_name"))
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "tool_reference"
+    )
 
 
 def tool_results_of(messages: Sequence[Json], names: dict[str, str]) -> list[ToolResult]:
@@ -105,6 +122,7 @@ def tool_results_of(messages: Sequence[Json], names: dict[str, str]) -> list[Too
                         result_text(block.get("content")),
                         block.get("is_error") is True,
                         names.get(use_id),
+                        result_references(block.get("content")),
                     )
                 )
     return out

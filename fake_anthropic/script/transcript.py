@@ -109,6 +109,14 @@ def _block_lines(block: object, calls: _Calls, limit: int | None) -> str:
         status = "error" if block.get("is_error") is True else "ok"
         body = _result_body(block.get("content"), limit)
         return f"mcp_tool_result {calls.known(block.get('tool_use_id'))} {status} {body}"
+    if kind == "tool_search_tool_result":
+        found = block.get("content")
+        if isinstance(found, dict) and found.get("type") == "tool_search_tool_search_result":
+            refs = found.get("tool_references")
+            body = _result_body(refs if isinstance(refs, list) else [], limit)
+        else:
+            body = _compact(found)
+        return f"{kind} {calls.known(block.get('tool_use_id'))} {body}"
     if isinstance(kind, str) and kind.endswith("_tool_result") and "tool_use_id" in block:
         content = block.get("content")
         size = f"{len(content)} result(s)" if isinstance(content, list) else _compact(content)

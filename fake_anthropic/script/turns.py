@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from fake_anthropic.script import search_results as searching
+
 if TYPE_CHECKING:
     from fake_anthropic.script.records import Conversation
 
@@ -229,6 +231,10 @@ def server_tool_use(
         raise ValueError(f"server_tool_use(): unknown server tool {name!r}")
     if not isinstance(input, Mapping):
         raise TypeError(f"server_tool_use() input must be a mapping, not {type(input).__name__}")
+    if SERVER_TOOL_RESULT_TYPES[name] == searching.RESULT_TYPE:
+        fault = searching.result_fault(result)
+        if fault is not None:
+            raise ValueError(f"server_tool_use({name!r}) result {fault}")
     return ServerToolUse(
         name, copy.deepcopy(dict(input)), SERVER_TOOL_RESULT_TYPES[name], copy.deepcopy(result), id
     )
@@ -249,6 +255,24 @@ def web_search(
         for url, title in results
     ]
     return server_tool_use("web_search", {"query": query}, found, id=id)
+
+
+def tool_search(
+    query: str, tools: Sequence[str], *, variant: str = "regex", id: str | None = None
+) -> ServerToolUse:
+    """The server tool search (``tool_search_tool_regex``, or ``_bm25`` with
+    ``variant="bm25"``) called with ``query`` and finding ``tools``: its result holds a
+    ``tool_reference`` to each, which loads those deferred tools for the rest of the reply
+    and the conversation. The request must declare the search tool and each of ``tools``
+    with ``defer_loading: true``."""
+    if variant not in searching.SEARCH_TOOLS:
+        raise ValueError(f"tool_search(): variant must be 'regex' or 'bm25', not {variant!r}")
+    if not isinstance(query, str):
+        raise TypeError(f"tool_search() query must be a str, not {type(query).__name__}")
+    if isinstance(tools, str) or not all(isinstance(t, str) and t for t in tools):
+        raise TypeError("tool_search() tools must be a list of tool names (non-empty strs)")
+    name = searching.SEARCH_TOOLS[variant]
+    return server_tool_use(name, {"query": query}, searching.found(list(tools)), id=id)
 
 
 def mcp_tool_use(
