@@ -52,6 +52,10 @@ DASHBOARD_TOKEN_WRONG = (
 # 403
 SCOPE_DENIED_MSG = "This API key lacks the '{required}' scope (it has: {held})."
 
+# the dashboard: JSON (a journaled body, metadata, a checkpoint's state) shown not indented
+JSON_SHOWN_TOO_DEEP = "Not indented: this JSON nests deeper than {depth} levels."
+JSON_SHOWN_TOO_LONG = "Not indented: indented, it would be longer than {chars} characters."
+
 # 404
 DASHBOARD_NO_FILE = "The dashboard has no file {name!r}."
 DASHBOARD_NO_REQUEST = "Request {number} is not in the journal (cleared, or not served yet)."

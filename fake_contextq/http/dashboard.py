@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import secrets
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
@@ -270,8 +269,8 @@ def mount_dashboard(api: FastAPI) -> None:
             "context.html",
             "tenants",
             tab="contexts",
-            size=f"{len(shown.content.encode('utf-8'))} bytes",
-            metadata=json.dumps(shown.metadata, indent=2, ensure_ascii=False),
+            size=f"{dashboard.text_bytes(shown.content)} bytes",
+            metadata=dashboard.shown_json(shown.metadata),
             **values,
         )
 
