@@ -75,6 +75,12 @@ DASHBOARD_WRONG_FORM_TOKEN = (
     "Reload the dashboard page and submit its form again. " + _DASHBOARD_FORMS
 )
 
+# the served fake's root page (GET /), which must not pass for ContextQ's own answer
+ROOT_NOTE = (
+    "This is fake-contextq {version}, a fake of the ContextQ service for tests and local "
+    "development, not ContextQ: every answer here is the fake's."
+)
+
 # the dashboard: JSON (a journaled body, metadata, a checkpoint's state) shown not indented
 JSON_SHOWN_TOO_DEEP = "Not indented: this JSON nests deeper than {depth} levels."
 JSON_SHOWN_TOO_LONG = "Not indented: indented, it would be longer than {chars} characters."

@@ -1,7 +1,8 @@
 """The dashboard in a real browser (headless Chromium): opened from the printed URL,
 showing what the API stored and the tree the memory tool shows, following the journal
-without a reload, showing hostile text as text, and changing state through its forms.
-Each test leaves a screenshot under ``artifacts/screenshots/``."""
+without a reload, showing hostile text as text, changing state through its forms and
+through no page of another port; and the server's root page. Most tests leave a
+screenshot under ``artifacts/screenshots/``."""
 
 from __future__ import annotations
 
@@ -303,3 +304,14 @@ def test_a_page_on_another_port_cannot_reset_or_fault_the_fake_through_the_dashb
     assert api.get("/api/contexts").status_code == 200
     open_dashboard(page, served)  # and the user's own dashboard still works
     expect(page.locator("#tenants")).to_contain_text("acme")
+
+
+def test_the_printed_server_url_shows_what_is_served_and_says_it_is_the_fake(
+    page: Page, served: ServedFake
+) -> None:
+    page.goto(served.url)
+    expect(page.locator("#note")).to_contain_text("not ContextQ")
+    expect(page.locator("#mcp")).to_contain_text(served.mcp_url)
+    page.get_by_role("link", name=served.url + PREFIX).click()
+    expect(page.locator("h1")).to_have_text("This dashboard needs the control token")
+    shoot(page, "root-page")
