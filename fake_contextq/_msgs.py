@@ -52,6 +52,39 @@ DASHBOARD_TOKEN_WRONG = (
 # 403
 SCOPE_DENIED_MSG = "This API key lacks the '{required}' scope (it has: {held})."
 
+# the dashboard's forms: a change not sent from the dashboard's own pages
+_DASHBOARD_FORMS = (
+    "The dashboard changes state only through the forms of its own pages; a script sends "
+    f"'Authorization: {AUTH_SCHEME} <control token>' instead of the cookie."
+)
+DASHBOARD_CROSS_ORIGIN = (
+    "Refused: this form was sent from {origin}, another origin than the dashboard's "
+    "({expected}), so another page (perhaps on another port of this host) sent it. "
+    + _DASHBOARD_FORMS
+)
+DASHBOARD_CROSS_SITE = (
+    "Refused: the browser says this form came from another page than the dashboard's "
+    "(Sec-Fetch-Site: {site}). " + _DASHBOARD_FORMS
+)
+DASHBOARD_NO_FORM_TOKEN = (
+    "Refused: the form carried no dashboard form token (field {field!r}). Reload the "
+    "dashboard page and submit its form again. " + _DASHBOARD_FORMS
+)
+DASHBOARD_WRONG_FORM_TOKEN = (
+    "Refused: the form's dashboard form token (field {field!r}) is not this server's. "
+    "Reload the dashboard page and submit its form again. " + _DASHBOARD_FORMS
+)
+
+# the served fake's root page (GET /), which must not pass for ContextQ's own answer
+ROOT_NOTE = (
+    "This is fake-contextq {version}, a fake of the ContextQ service for tests and local "
+    "development, not ContextQ: every answer here is the fake's."
+)
+
+# the dashboard: JSON (a journaled body, metadata, a checkpoint's state) shown not indented
+JSON_SHOWN_TOO_DEEP = "Not indented: this JSON nests deeper than {depth} levels."
+JSON_SHOWN_TOO_LONG = "Not indented: indented, it would be longer than {chars} characters."
+
 # 404
 DASHBOARD_NO_FILE = "The dashboard has no file {name!r}."
 DASHBOARD_NO_REQUEST = "Request {number} is not in the journal (cleared, or not served yet)."

@@ -1,20 +1,25 @@
 """The dashboard in a real browser (headless Chromium): opened from the printed URL,
 showing what the API stored and the tree the memory tool shows, following the journal
-without a reload, showing hostile text as text, and changing state through its forms.
-Each test leaves a screenshot under ``artifacts/screenshots/``."""
+without a reload, showing hostile text as text, changing state through its forms and
+through no page of another port; and the server's root page. Most tests leave a
+screenshot under ``artifacts/screenshots/``."""
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 
 import httpx2
 import pytest
-from playwright.sync_api import BrowserContext, Dialog, Page, expect
+from playwright.sync_api import BrowserContext, Dialog, Page, Response, expect
+from starlette.responses import HTMLResponse
 
 from adapter import ContextQMemoryTool, wire
 from fake_contextq import FakeContextQ, ServedFake, Tenant
+from fake_contextq.http._io import Receive, Scope, Send
 from fake_contextq.http.dashboard import PREFIX, dashboard_url
+from fake_server import ServedApp
 from tests.browser import shoot
 from tests.helpers import checkpoint, context_body, ok, start
 
@@ -235,3 +240,78 @@ def test_agent_sessions_show_their_lineage_and_checkpoints(
     assert page.url.endswith(f"#session-{first}")
     expect(page.locator(f'[data-session="{first}"] .checkpoints')).to_contain_text("planned")
     shoot(page, "dashboard-agent")
+
+
+#: A page of another port of this host, once the user has opened the dashboard: it posts
+#: the dashboard's reset and fault forms (into frames, so both go) and the same again with
+#: fetch, guessing the form token. The browser sends the dashboard's cookie with each.
+ATTACK = """<!doctype html>
+<title>an innocent page</title>
+<iframe name="one"></iframe><iframe name="two"></iframe>
+<form id="reset" method="post" action="{ui}/reset" target="one">
+  <input name="form_token" value="guessed">
+</form>
+<form id="fault" method="post" action="{ui}/faults" target="two">
+  <input name="method" value="*"><input name="path" value="/api/*">
+  <input name="status" value="503"><input name="times" value="">
+  <input name="form_token" value="guessed">
+</form>
+<script>
+document.getElementById("reset").submit();
+document.getElementById("fault").submit();
+const fault = new URLSearchParams({{method: "*", path: "/api/*", status: "503", times: ""}});
+const sent = {{method: "POST", mode: "no-cors", credentials: "include"}};
+fetch("{ui}/faults", {{...sent, body: fault}});
+fetch("{ui}/reset", sent);
+</script>
+"""
+
+
+def attacker(page_html: str) -> ServedApp:
+    """A server of its own, on another port of 127.0.0.1, serving ``page_html`` at /."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await HTMLResponse(page_html)(scope, receive, send)
+
+    return ServedApp(app, "127.0.0.1", 0, name="attacker")
+
+
+def test_a_page_on_another_port_cannot_reset_or_fault_the_fake_through_the_dashboard(
+    page: Page, served: ServedFake, fake: FakeContextQ, acme: Tenant, api: httpx2.Client
+) -> None:
+    open_dashboard(page, served, "/faults")  # the user opened it: the cookie is set
+    expect(page.locator("#inject-fault")).to_be_visible()
+    posted: list[Response] = []
+
+    def note(answer: Response) -> None:
+        if answer.request.method == "POST" and answer.url.startswith(served.url + PREFIX):
+            posted.append(answer)
+
+    page.on("response", note)
+    with attacker(ATTACK.format(ui=served.url + PREFIX)) as evil:
+        evil.start()
+        assert evil.port != served.port
+        page.goto(evil.url + "/")
+        deadline = time.monotonic() + 10
+        while len(posted) < 4 and time.monotonic() < deadline:
+            page.wait_for_timeout(50)
+    assert len(posted) == 4  # each form and each fetch reached the dashboard
+    for answer in posted:
+        assert answer.status == 403, (answer.url, answer.status)
+    assert [t.id for t in fake.tenants()] == [acme.id]  # not reset
+    assert fake.faults.active() == []  # not faulted
+    assert api.get("/api/contexts").status_code == 200
+    open_dashboard(page, served)  # and the user's own dashboard still works
+    expect(page.locator("#tenants")).to_contain_text("acme")
+
+
+def test_the_printed_server_url_shows_what_is_served_and_says_it_is_the_fake(
+    page: Page, served: ServedFake
+) -> None:
+    page.goto(served.url)
+    expect(page.locator("#note")).to_contain_text("not ContextQ")
+    expect(page.locator("#mcp")).to_contain_text(served.mcp_url)
+    page.get_by_role("link", name=served.url + PREFIX).click()
+    expect(page.locator("h1")).to_have_text("This dashboard needs the control token")
+    shoot(page, "root-page")

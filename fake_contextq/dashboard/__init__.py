@@ -7,6 +7,7 @@ from fake_contextq.dashboard.model import (
     JournalFilter,
     MemoryTree,
     Order,
+    ShownJson,
     TenantRow,
     TreeEntry,
     audit_status,
@@ -15,10 +16,12 @@ from fake_contextq.dashboard.model import (
     memory_trees,
     recent,
     shown_body,
+    shown_json,
     tenant_row,
     tenant_rows,
+    text_bytes,
 )
-from fake_contextq.dashboard.render import STATIC, page, static
+from fake_contextq.dashboard.render import STATIC, page, printable, static
 
 __all__ = [
     "STATIC",
@@ -26,6 +29,7 @@ __all__ = [
     "JournalFilter",
     "MemoryTree",
     "Order",
+    "ShownJson",
     "TenantRow",
     "TreeEntry",
     "audit_status",
@@ -33,9 +37,12 @@ __all__ = [
     "find_contexts",
     "memory_trees",
     "page",
+    "printable",
     "recent",
     "shown_body",
+    "shown_json",
     "static",
     "tenant_row",
     "tenant_rows",
+    "text_bytes",
 ]

@@ -11,7 +11,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from adapter import wire
 from adapter.listing import format_size, tree
+from fake_contextq import _msgs
 from fake_contextq.domain import quota
 from fake_contextq.domain import records as r
 from fake_contextq.domain.backend import ContextQBackend
@@ -101,6 +103,12 @@ def find_contexts(
     return sorted(filter(matches, contexts), key=_sort_key(field), reverse=order == "desc")
 
 
+def text_bytes(text: str) -> int:
+    """Bytes of ``text`` in UTF-8, a lone surrogate (which a store may hold) counted as the
+    three bytes the fake's size checks count it as, instead of failing."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 @dataclass(frozen=True, slots=True)
 class TreeEntry:
     """One line of a memory directory as the memory tool lists it."""
@@ -148,7 +156,7 @@ def memory_trees(contexts: Iterable[r.Context], tag: str = MEMORY_TAG) -> list[M
     trees = []
     for slug in sorted(by_workspace):
         files = by_workspace[slug]
-        listed = tree(((rest, len(c.content.encode("utf-8"))) for rest, c in files.items()), None)
+        listed = tree(((rest, text_bytes(c.content)) for rest, c in files.items()), None)
         entries = []
         for size, rel in listed:
             is_dir = rel.endswith("/")
@@ -253,15 +261,84 @@ def entry_json(entry: Entry) -> dict[str, Any]:
     }
 
 
-def shown_body(raw: bytes) -> str:
-    """A body for reading: JSON indented, anything else as text."""
+#: The deepest JSON the pages indent (ContextQ's own limit on a request's nesting); deeper
+#: JSON is shown as received. Python's json recurses once a level, so unbounded nesting
+#: (a journaled body, or a value stored through the Python API) could end the page in a
+#: RecursionError.
+SHOWN_DEPTH = wire.MAX_JSON_DEPTH
+#: The most text indented JSON may grow to (characters): indenting repeats each level's
+#: spaces on every line below it, so a small deep body could grow without bound.
+SHOWN_CHARS = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ShownJson:
+    """JSON for reading, and why it is not indented when it is not."""
+
+    text: str
+    note: str | None = None
+
+
+def shown_body(raw: bytes) -> ShownJson:
+    """A journaled body for reading: JSON indented, anything else (or JSON too deep, or
+    too long once indented) as the text received, with a note saying why."""
     if not raw:
-        return ""
+        return ShownJson("")
     text = raw.decode("utf-8", "replace")
     try:
-        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        value = json.loads(text)
+    except RecursionError:
+        return ShownJson(text, _msgs.JSON_SHOWN_TOO_DEEP.format(depth=SHOWN_DEPTH))
     except ValueError:
-        return text
+        return ShownJson(text)
+    if _deeper_than(value, SHOWN_DEPTH):
+        return ShownJson(text, _msgs.JSON_SHOWN_TOO_DEEP.format(depth=SHOWN_DEPTH))
+    indented = _indented(value)
+    if indented is None:
+        return ShownJson(text, _msgs.JSON_SHOWN_TOO_LONG.format(chars=SHOWN_CHARS))
+    return ShownJson(indented)
+
+
+def shown_json(value: Any) -> ShownJson:
+    """A stored JSON value (metadata, a checkpoint's state) for reading: indented, or on
+    one line with a note when too deep or too long to indent."""
+    if not _deeper_than(value, SHOWN_DEPTH):
+        indented = _indented(value)
+        if indented is not None:
+            return ShownJson(indented)
+        note = _msgs.JSON_SHOWN_TOO_LONG.format(chars=SHOWN_CHARS)
+    else:
+        note = _msgs.JSON_SHOWN_TOO_DEEP.format(depth=SHOWN_DEPTH)
+    try:
+        return ShownJson(json.dumps(value, ensure_ascii=False), note)
+    except RecursionError:  # deeper than even one line can be written
+        return ShownJson("", note)
+
+
+def _indented(value: Any) -> str | None:
+    """``value`` as indented JSON, or None once it would pass ``SHOWN_CHARS``."""
+    parts: list[str] = []
+    size = 0
+    for part in json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(value):
+        size += len(part)
+        if size > SHOWN_CHARS:
+            return None
+        parts.append(part)
+    return "".join(parts)
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether arrays and objects nest more than ``limit`` levels (walked without
+    recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            if depth == limit:
+                return True
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((c, depth + 1) for c in children)
+    return False
 
 
 def recent(entries: Sequence[Entry], wanted: JournalFilter, limit: int) -> list[Entry]:
@@ -279,6 +356,7 @@ __all__ = [
     "AuditStatus",
     "JournalFilter",
     "MemoryTree",
+    "ShownJson",
     "TenantRow",
     "TreeEntry",
     "audit_status",
@@ -287,6 +365,8 @@ __all__ = [
     "memory_trees",
     "recent",
     "shown_body",
+    "shown_json",
     "tenant_row",
     "tenant_rows",
+    "text_bytes",
 ]

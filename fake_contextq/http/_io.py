@@ -26,6 +26,10 @@ from fake_contextq.stores.memory import MemoryStore
 CONTROL_PREFIX = "/_fake/"
 DASHBOARD_PREFIX = CONTROL_PREFIX + "ui"
 
+#: The path of ``/mcp``, set in each request's scope by the served app's MCP endpoint
+#: (``fake_contextq.mcp``): only a served fake has it, and only it answers at ``/``.
+SERVED_MCP_KEY = "fake_contextq.served_mcp"
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]

@@ -35,6 +35,7 @@ from fake_contextq.http._io import (
     CONTROL_PREFIX,
     DASHBOARD_PREFIX,
     SCOPE_KEY,
+    SERVED_MCP_KEY,
     ASGIApp,
     Binding,
     Message,
@@ -50,6 +51,7 @@ from fake_contextq.http._io import (
 from fake_contextq.http.control import mount_control
 from fake_contextq.http.faults import ConnectionDropped, Faults
 from fake_contextq.http.journal import BODY_KEPT, Journal, JournalEntry
+from fake_contextq.http.root import is_root_page, mount_root
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 R = TypeVar("R")
@@ -595,6 +597,7 @@ def _routes(*, control: bool) -> FastAPI:
         )
         return json_response(wire.Routes.BOOT.status, pack)
 
+    mount_root(api)
     if control:
         # imported here: the dashboard's templates and the adapter's path rules (which
         # import the Anthropic SDK) cost a second of start-up no fake without it pays
@@ -608,7 +611,8 @@ def _routes(*, control: bool) -> FastAPI:
 class Observed:
     """Pure-ASGI wrapper: records each ContextQ request in the journal and plays faults.
 
-    Control routes (``/_fake/``) are neither journaled nor subject to faults.
+    Control routes (``/_fake/``) and a served fake's root page are neither journaled nor
+    subject to faults: they are the fake's own, not ContextQ's.
     """
 
     def __init__(self, app: ASGIApp, bound: Binding) -> None:
@@ -642,7 +646,11 @@ class Observed:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope[SCOPE_KEY] = self.bound
         path: str = scope.get("path", "")
-        if scope["type"] != "http" or path.startswith(CONTROL_PREFIX):
+        if (
+            scope["type"] != "http"
+            or path.startswith(CONTROL_PREFIX)
+            or (is_root_page(scope) and SERVED_MCP_KEY in scope)
+        ):
             await self.app(scope, receive, send)
             return
         await self.observe(scope, receive, send, self.app)

@@ -4,8 +4,17 @@ They exist where the control routes do (a served fake started with a control tok
 answer only to that token: once in the URL (``?token=``), which puts a cookie scoped to
 this path in its place and redirects to the same page without it, then from the cookie;
 ``Authorization: Bearer <token>`` works too, for scripts. Anything else is a 401 page.
-The forms change state through the same functions as the control routes. The cookie is
-``SameSite=Strict``, so no other site's page can post a form here with it.
+The forms change state through the same functions as the control routes.
+
+The cookie is ``SameSite=Strict``, but a browser counts every port of one host as one
+site: a page served from another port of 127.0.0.1 would send it along with a form it
+posts here. So a change (every POST) is refused with a 403 page saying why unless it
+comes from the dashboard's own origin (``Origin``, or ``Sec-Fetch-Site`` where a browser
+sent none or ``null``), and, when the cookie authenticates it, unless the form carries the
+form token its pages hold (``form_token``: keyed by the control token, bound to the
+cookie, compared in constant time). A request with neither header (curl holding the
+cookie) needs the form token all the same; one authenticated by the ``Authorization``
+header needs none, as no browser attaches that header to another page's form.
 
 The pages read the state through ``fake_contextq.dashboard``; the journal page follows
 new requests live over server-sent events, pushed by the journal as it records them.
@@ -16,11 +25,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
+import hmac
 import secrets
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -37,6 +46,11 @@ from fake_contextq.http.journal import JournalEntry
 
 PREFIX = DASHBOARD_PREFIX
 COOKIE = "fake_contextq_ui"
+#: The hidden field of every form that changes state: the form token (``form_token``).
+FORM_TOKEN_FIELD = "form_token"
+#: What ``Sec-Fetch-Site`` says of a request the dashboard's own pages (or the user) made.
+_OWN_FETCH_SITES = ("same-origin", "none")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 #: Rows a page shows at most (the newest, or the first by the chosen order).
 SHOWN = 500
 #: How often a live stream looks whether the server is shutting down (seconds).
@@ -69,10 +83,23 @@ class _Denied(Exception):
         self.reason = reason
 
 
+class _Refused(_Denied):
+    """A change refused (403): it did not come from the dashboard's own pages."""
+
+
 def cookie_value(token: str) -> str:
     """What the cookie holds: derived from the control token, not the token itself, so a
     cookie read off a browser does not open the control API."""
     return hashlib.sha256(b"fake-contextq dashboard\0" + token.encode()).hexdigest()
+
+
+def form_token(token: str, cookie: str | None = None) -> str:
+    """The token the forms carry: an HMAC of the session cookie's value (``cookie``, by
+    default the one ``token`` gives) keyed by the control token. A page of another
+    origin can neither read it off a dashboard page nor work it out."""
+    bound_to = cookie_value(token) if cookie is None else cookie
+    message = b"fake-contextq dashboard form\0" + bound_to.encode("utf-8", "replace")
+    return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
 
 
 def dashboard_url(base_url: str, token: str) -> str:
@@ -80,7 +107,8 @@ def dashboard_url(base_url: str, token: str) -> str:
     return f"{base_url}{PREFIX}?{urlencode({'token': token})}"
 
 
-def _guard(request: Request) -> Binding:
+def _authenticated(request: Request) -> tuple[Binding, bool]:
+    """The request's binding, and whether the cookie (not the header) let it in."""
     bound = binding(request)
     token = bound.control_token
     if token is None:  # not mounted without a token; kept for safety
@@ -88,13 +116,65 @@ def _guard(request: Request) -> Binding:
     header = request.headers.get("authorization", "")
     scheme, _, given = header.partition(" ")
     if scheme.lower() == wire.AUTH_SCHEME.lower() and token_matches(given, token):
-        return bound
+        return bound, False
     cookie = request.cookies.get(COOKIE)
     if cookie is not None and secrets.compare_digest(
         cookie.encode("latin-1", "replace"), cookie_value(token).encode()
     ):
-        return bound
+        return bound, True
     raise _Denied(_msgs.DASHBOARD_TOKEN_REQUIRED)
+
+
+def _guard(request: Request) -> Binding:
+    return _authenticated(request)[0]
+
+
+def _origin(url: str) -> tuple[str, str, int | None] | None:
+    """``url``'s origin (scheme, host, port), or None when it names none (``null``)."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if not scheme or not parts.hostname:
+        return None
+    return scheme, parts.hostname, port if port is not None else _DEFAULT_PORTS.get(scheme)
+
+
+def _from_own_page(request: Request) -> None:
+    """Refuse a change another page sent: by its ``Origin``, or by ``Sec-Fetch-Site``
+    where the browser sent none, or sent ``null`` (as it does for the pages' own forms:
+    they are served with ``Referrer-Policy: no-referrer``). A request with neither header
+    (a script) passes here."""
+    own = str(request.base_url).rstrip("/")
+    origin = request.headers.get("origin")
+    site = request.headers.get("sec-fetch-site")
+    if origin is not None and origin.strip() != "null":
+        if _origin(origin) is None or _origin(origin) != _origin(own):
+            raise _Refused(_msgs.DASHBOARD_CROSS_ORIGIN.format(origin=origin, expected=own))
+    elif site is not None:
+        if site.strip().lower() not in _OWN_FETCH_SITES:
+            raise _Refused(_msgs.DASHBOARD_CROSS_SITE.format(site=site))
+    elif origin is not None:  # null, and no word from the browser on where it came from
+        raise _Refused(_msgs.DASHBOARD_CROSS_ORIGIN.format(origin=origin, expected=own))
+
+
+async def _guard_change(request: Request) -> tuple[Binding, dict[str, str]]:
+    """Let a change (a form's POST) through only from the dashboard's own pages, or from a
+    script holding the token in its header; the binding and the form's text fields."""
+    _from_own_page(request)
+    bound, by_cookie = _authenticated(request)
+    form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+    if by_cookie:
+        given = form.get(FORM_TOKEN_FIELD)
+        if given is None:
+            raise _Refused(_msgs.DASHBOARD_NO_FORM_TOKEN.format(field=FORM_TOKEN_FIELD))
+        assert bound.control_token is not None  # _authenticated refused the request else
+        expected = form_token(bound.control_token, request.cookies[COOKIE])
+        if not secrets.compare_digest(given.encode("utf-8", "replace"), expected.encode()):
+            raise _Refused(_msgs.DASHBOARD_WRONG_FORM_TOKEN.format(field=FORM_TOKEN_FIELD))
+    return bound, form
 
 
 def _html(text: str, status: int = 200) -> HTMLResponse:
@@ -111,12 +191,15 @@ async def _read(bound: Binding, work: Callable[[], T]) -> T:
 def _page(request: Request, template: str, nav: str, **values: Any) -> HTMLResponse:
     values.setdefault("notice", request.query_params.get("done"))
     values.setdefault("problems", [])
+    token = binding(request).control_token
     return _html(
         dashboard.page(
             template,
             base=PREFIX,
             nav=nav,
             served=str(request.base_url).rstrip("/"),
+            form_token_field=FORM_TOKEN_FIELD,
+            form_token="" if token is None else form_token(token),
             **values,
         )
     )
@@ -168,6 +251,8 @@ def mount_dashboard(api: FastAPI) -> None:
 
     @api.exception_handler(_Denied)
     async def _denied(_: Request, exc: _Denied) -> Response:
+        if isinstance(exc, _Refused):
+            return _html(dashboard.page("refused.html", reason=exc.reason), 403)
         return _html(dashboard.page("denied.html", reason=exc.reason), 401)
 
     @api.get(PREFIX, **opts)
@@ -270,8 +355,8 @@ def mount_dashboard(api: FastAPI) -> None:
             "context.html",
             "tenants",
             tab="contexts",
-            size=f"{len(shown.content.encode('utf-8'))} bytes",
-            metadata=json.dumps(shown.metadata, indent=2, ensure_ascii=False),
+            size=f"{dashboard.text_bytes(shown.content)} bytes",
+            metadata=dashboard.shown_json(shown.metadata),
             **values,
         )
 
@@ -418,8 +503,7 @@ def mount_dashboard(api: FastAPI) -> None:
 
     @api.post(PREFIX + "/faults", **opts)
     async def inject_fault(request: Request) -> Response:
-        bound = _guard(request)
-        form = {k: str(v) for k, v in (await request.form()).items()}
+        bound, form = await _guard_change(request)
         reader, body = _fault_form(form)
         try:
             fault = inject(bound.faults, reader)
@@ -436,12 +520,12 @@ def mount_dashboard(api: FastAPI) -> None:
 
     @api.post(PREFIX + "/faults/clear", **opts)
     async def clear_faults(request: Request) -> Response:
-        bound = _guard(request)
+        bound, _ = await _guard_change(request)
         bound.faults.clear()
         return _to_done("/faults", "every fault cleared")
 
     @api.post(PREFIX + "/reset", **opts)
     async def reset(request: Request) -> Response:
-        bound = _guard(request)
+        bound, _ = await _guard_change(request)
         await _read(bound, bound.reset)
         return _to_done("", "everything forgotten: no tenant, key, context, request or fault")

@@ -22,7 +22,7 @@ import httpx2
 from adapter import wire
 from fake_contextq.domain.backend import ContextQBackend
 from fake_contextq.domain.errors import ApiError
-from fake_contextq.http._io import ASGIApp, Receive, Scope, Send, error_response
+from fake_contextq.http._io import SERVED_MCP_KEY, ASGIApp, Receive, Scope, Send, error_response
 from fake_contextq.http.transport import AsyncInProcessTransport
 
 if TYPE_CHECKING:
@@ -161,6 +161,7 @@ class McpEndpoint:
             await self._lifespan(receive, send)
             return
         if scope["type"] != "http" or scope.get("path") != wire.MCP_PATH:
+            scope[SERVED_MCP_KEY] = wire.MCP_PATH  # the root page lists it
             await self.app(scope, receive, send)
             return
         observe = getattr(self.app, "observe", None)  # the REST app's journal and faults
