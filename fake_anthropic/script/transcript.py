@@ -109,6 +109,12 @@ def _block_lines(block: object, calls: _Calls, limit: int | None) -> str:
         status = "error" if block.get("is_error") is True else "ok"
         body = _result_body(block.get("content"), limit)
         return f"mcp_tool_result {calls.known(block.get('tool_use_id'))} {status} {body}"
+    if kind == "mcp_tool_listing":
+        tools = block.get("tools")
+        names = (
+            [t.get("name") for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+        )
+        return f"mcp_tool_listing {block.get('mcp_server_name')} ({len(names)} tools)"
     if isinstance(kind, str) and kind.endswith("_tool_result") and "tool_use_id" in block:
         content = block.get("content")
         size = f"{len(content)} result(s)" if isinstance(content, list) else _compact(content)
