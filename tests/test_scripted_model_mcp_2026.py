@@ -160,10 +160,13 @@ def test_a_listing_sent_back_is_used_instead_of_asking_the_server() -> None:
 # ----- pinned tools: not looked up before sampling ------------------------------------------
 
 
-def test_a_pinned_toolset_does_not_list_the_server_before_sampling() -> None:
+@pytest.mark.parametrize("pinned", [listing("ctx_save"), []], ids=["one-tool", "empty"])
+def test_a_pinned_toolset_does_not_list_the_server_before_sampling(
+    pinned: list[dict[str, Any]],
+) -> None:
     model = ScriptedModel()
     model.script(text("Nothing to call."))
-    reply = ask(model, [server(UNREACHABLE)], [toolset(tools=listing("ctx_save"))])
+    reply = ask(model, [server(UNREACHABLE)], [toolset(tools=pinned)])
     model.verify()
     assert [b.type for b in reply.content] == ["text"]
 

@@ -254,7 +254,7 @@ def check_tool_list(tools: object, where: str) -> tuple[Json, ...]:
 
 def check_listing_beta(beta: str, what: str) -> None:
     """A pinned listing and a listing sent back came with ``mcp-client-2026-09-15``."""
-    if beta != assumed.MCP_BETA_2026:
+    if assumed.MCP_PINNED_AND_LISTING_NEED_2026 and beta != assumed.MCP_BETA_2026:
         raise invalid(
             f"{what} needs the beta 'anthropic-beta: {assumed.MCP_BETA_2026}' (the request "
             f"uses '{beta}')"
@@ -322,7 +322,11 @@ def _from_toolset(
         deferred=deferred,
         listing=listing,
         pinned=pinned is not None,
-        lists_before_sampling=beta == assumed.MCP_BETA_2026 and listing is None,
+        lists_before_sampling=(
+            assumed.MCP_LISTING_BEFORE_SAMPLING
+            and beta == assumed.MCP_BETA_2026
+            and listing is None
+        ),
     )
 
 
