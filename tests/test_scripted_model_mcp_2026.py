@@ -6,6 +6,7 @@ playing such a conversation end to end against the fake ContextQ's MCP server.""
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -301,6 +302,64 @@ def test_the_tool_runner_plays_a_pinned_and_deferred_toolset(
     )
     assert final.content[-1].text == "Done."  # type: ignore[union-attr]
     assert [c.content for c in fake.contexts(tenant)] == ["pinned"]
+
+
+tool_search = getattr(importlib.import_module("fake_anthropic.script.turns"), "tool_search", None)
+needs_tool_search = pytest.mark.skipif(
+    tool_search is None, reason="tool search (issue 34, item 1) is not merged yet"
+)
+
+
+def _run_deferred(model: ScriptedModel, key: str, *script: Any) -> None:
+    """The tool runner on a pinned toolset that defers every tool but ``ctx_save``, with
+    the server tool search declared."""
+    model.script(*script)
+    deferred = toolset(
+        tools=listing("ctx_save", "ctx_search"),
+        default_config={"defer_loading": True},
+        configs={"ctx_save": {"defer_loading": False}},
+    )
+    search = {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"}
+    model.client.beta.messages.tool_runner(
+        model=MODEL,
+        max_tokens=256,
+        tools=[note, search, deferred],  # type: ignore[list-item]
+        mcp_servers=[server(token=key)],  # type: ignore[list-item]
+        messages=[{"role": "user", "content": "go"}],
+        betas=[BETA],
+    ).until_done()
+
+
+@needs_tool_search
+def test_the_tool_runner_plays_a_deferred_mcp_tool_loaded_by_tool_search(
+    fake: FakeContextQ, key: str
+) -> None:
+    assert tool_search is not None
+    model = routed(fake)
+    _run_deferred(
+        model,
+        key,
+        turn(
+            tool_search("search", ["ctx_search"]),
+            mcp_tool_use("ctx_search", {"query": "x"}, server="contextq"),
+            text("ok"),
+        ),
+    )
+    model.verify()
+    lines = model.transcript().splitlines()
+    assert "    tool_search_tool_result #1 [tool_reference ctx_search]" in lines
+    assert '    mcp_tool_use #2 contextq.ctx_search {"query": "x"}' in lines
+
+
+@needs_tool_search
+def test_a_deferred_mcp_tool_nothing_loaded_is_a_script_problem(
+    fake: FakeContextQ, key: str
+) -> None:
+    model = routed(fake)
+    with pytest.raises(anthropic.InternalServerError):
+        _run_deferred(model, key, mcp_tool_use("ctx_search", {"query": "x"}, server="contextq"))
+    with pytest.raises(AssertionError, match="deferred by its mcp_toolset"):
+        model.verify()
 
 
 # ----- the API's 400s for the new shapes (each rule its own test) ---------------------------
