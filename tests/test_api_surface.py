@@ -243,9 +243,10 @@ def test_an_unclassified_beta_is_refused_as_unknown() -> None:
     assert "classified in fake_anthropic/engine/surface.py" in message
 
 
-def test_the_2026_09_mcp_connector_is_refused_for_now() -> None:
-    message = _refused(ScriptedModel(), betas=["mcp-client-2026-09-15"])
-    assert "'mcp-client-2026-09-15'" in message and "not modelled yet" in message
+def test_the_2026_09_mcp_connector_beta_is_modelled_and_plays() -> None:
+    model = ScriptedModel().script(text("ok"))
+    assert _create(model, betas=["mcp-client-2026-09-15"]).content[0].text == "ok"
+    model.verify()
 
 
 def test_an_unknown_top_level_field_is_refused_saying_the_api_refuses_it_too() -> None:

@@ -255,6 +255,50 @@ def test_a_refused_token_is_the_apis_400_naming_the_server(served: ServedFake) -
     assert "401" in message
 
 
+# ----- a request refused before any turn is played uses none --------------------------------
+
+CONNECTOR_BETAS = ["mcp-client-2026-09-15", BETA, LEGACY]
+
+
+def _retried_after_a_refusal(
+    model: ScriptedModel, beta: str, bad: dict[str, Any], good: dict[str, Any]
+) -> Any:
+    """``bad`` refused with the API's 400, then ``good`` answered by the first turn."""
+    tools: list[dict[str, Any]] | None = [] if beta == LEGACY else None
+    model.script(turn(mcp_tool_use("ctx_list", {}, server="contextq"), text("Listed.")))
+    with pytest.raises(anthropic.BadRequestError):
+        ask(model, [bad], tools, betas=[beta])
+    assert model.remaining == 1
+    assert model.requests[0].turn is None
+    reply = ask(model, [good], tools, betas=[beta])
+    model.verify()
+    return reply
+
+
+@pytest.mark.parametrize("beta", CONNECTOR_BETAS)
+def test_a_refused_token_uses_no_turn(served: ServedFake, key: str, beta: str) -> None:
+    model = ScriptedModel()
+    bad = server(served.mcp_url, "sk_live_" + "0" * 40)
+    reply = _retried_after_a_refusal(model, beta, bad, server(served.mcp_url, key))
+    assert reply.content[-1].text == "Listed."
+
+
+@pytest.mark.parametrize("beta", CONNECTOR_BETAS)
+def test_an_unreachable_server_uses_no_turn(served: ServedFake, key: str, beta: str) -> None:
+    model = ScriptedModel()
+    bad = server("http://127.0.0.1:9/mcp", key)
+    reply = _retried_after_a_refusal(model, beta, bad, server(served.mcp_url, key))
+    assert reply.content[-1].text == "Listed."
+
+
+@pytest.mark.parametrize("beta", CONNECTOR_BETAS)
+def test_a_bad_server_definition_uses_no_turn(served: ServedFake, key: str, beta: str) -> None:
+    model = ScriptedModel()
+    bad = server("http://mcp.example/mcp", key)  # not https
+    reply = _retried_after_a_refusal(model, beta, bad, server(served.mcp_url, key))
+    assert reply.content[-1].text == "Listed."
+
+
 # ----- requests the API refuses (each rule its own test) -----------------------------------
 
 

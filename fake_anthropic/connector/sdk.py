@@ -47,6 +47,15 @@ def _text_blocks(result: Any) -> list[dict[str, Any]]:
     return blocks
 
 
+def _listed(tool: Any) -> dict[str, Any]:
+    """An MCP ``Tool`` as the API lists it (``BetaMCPTool``): its name, input schema and
+    description (left out when the server gives none)."""
+    listed: dict[str, Any] = {"name": tool.name, "input_schema": dict(tool.input_schema)}
+    if tool.description is not None:
+        listed["description"] = tool.description
+    return listed
+
+
 class SdkConnector:
     """Reaches each server at its URL with ``Authorization: Bearer <authorization_token>``,
     or through a registered in-process route (``route(url, factory)``)."""
@@ -121,11 +130,11 @@ class SdkConnector:
         except Exception as exc:
             raise McpUnreachable(_reason(exc)) from None
 
-    def list_tools(self, server: McpServer) -> list[str]:
-        async def names(session: Any) -> list[str]:
-            return [tool.name for tool in (await session.list_tools()).tools]
+    def list_tools(self, server: McpServer) -> list[dict[str, Any]]:
+        async def listing(session: Any) -> list[dict[str, Any]]:
+            return [_listed(tool) for tool in (await session.list_tools()).tools]
 
-        return self._with_session(server, names)
+        return self._with_session(server, listing)
 
     def call_tool(self, server: McpServer, name: str, arguments: Mapping[str, Any]) -> McpOutcome:
         from mcp import MCPError

@@ -161,12 +161,41 @@ error type's usual status, 500 for a type not listed."""
 
 # --- the MCP connector (mcp_servers, mcp_toolset) ----------------------------------------
 
+MCP_BETA_2026: Final = "mcp-client-2026-09-15"
 MCP_BETA: Final = "mcp-client-2025-11-20"
 MCP_BETA_LEGACY: Final = "mcp-client-2025-04-04"
-"""The connector's betas (the SDK's names): the current one configures tools with
-``mcp_toolset`` entries of ``tools``; the older one with ``tool_configuration`` on the
-server definition. ``mcp_servers`` without either is refused as the other beta-gated
-fields are; the messages of every connector refusal are assumed."""
+"""The connector's betas (the SDK's names): the two newer ones configure tools with
+``mcp_toolset`` entries of ``tools``; the oldest with ``tool_configuration`` on the server
+definition. ``mcp_servers`` without any is refused as the other beta-gated fields are; the
+messages of every connector refusal are assumed. With several sent, the newest applies
+[assumed: the API's choice among them is not documented]."""
+
+MCP_PINNED_AND_LISTING_NEED_2026: Final = True
+"""[assumed] A toolset's pinned ``tools`` and an ``mcp_tool_listing`` block sent back are
+accepted only under ``mcp-client-2026-09-15`` (a 400 naming that beta under the older
+ones): the SDK's types share ``BetaMCPToolsetParam`` between the betas and say nothing of
+which beta brought the listing, but the listing block appears in the SDK with that beta."""
+
+MCP_LISTING_CHECKS: Final = True
+"""[assumed] An ``mcp_tool_listing`` block sent back must stand in an assistant message
+(the API makes it) and name a server of the request's ``mcp_servers`` (the SDK's
+docstring: "as ``mcp_servers`` declares it"); a pinned listing or a listing sent back
+must hold each tool name once (a server lists a name once; two would be ambiguous). Each
+breach is a 400. A pinned listing may be empty (a toolset with no tools), and ``configs``
+may name tools the listing lacks (the API is silent; the fake ignores them, as it cannot
+know an unpinned server's tools before listing them)."""
+
+MCP_LISTING_BEFORE_SAMPLING: Final = True
+"""[assumed] Under ``mcp-client-2026-09-15`` the fake lists an unpinned server's tools
+before it plays the turn, unless the conversation sent back an ``mcp_tool_listing`` of
+that server (the latest one applies), and the reply then carries that listing first in
+its content, one block per server listed, in ``mcp_servers`` order (the SDK's docstring:
+"the tool listing the server fetched ... while producing this response"; the position is
+not documented). A server that cannot be listed is the 400 before any turn is played.
+Under the two older betas, which have no listing block, the fake reaches a server only
+when a scripted turn calls one of its tools (so scripts and recorded results play without
+a server), and a failure there also puts the turn back: the API would have refused the
+request before sampling."""
 
 MCP_LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
 """The API connects to an MCP server from Anthropic's side and requires an https URL. The

@@ -298,6 +298,7 @@ class Engine:
         with self._lock:
             draft = _Draft(len(self._requests) + 1, path + (f"?{query}" if query else ""))
             request_id = new_id("req_")
+            played = self._played
             try:
                 if path not in (MESSAGES_PATH, COUNT_TOKENS_PATH):
                     raise Refusal(404, "not_found_error", f"Not found: {method} {path}")
@@ -307,6 +308,10 @@ class Engine:
                     answer = self._count_tokens(draft, headers, body, request_id)
                 else:
                     answer = self._messages(draft, headers, body, request_id)
+            except mcp.ServerUnusable as refusal:
+                # The API refuses such a request before sampling: it used no turn.
+                self._played, draft.turn = played, None
+                answer = self._refuse(draft, refusal, request_id)
             except Refusal as refusal:
                 answer = self._refuse(draft, refusal, request_id)
             except Exception as exc:  # a bug of the fake or of a token estimate: report it
@@ -426,7 +431,7 @@ class Engine:
         if is_compaction:
             compacting.check_config(body)
         history, tools, system, thread = self._history(draft, body, sent)
-        servers = mcp.check_connector(body, draft.betas, tools)
+        servers = mcp.check_connector(body, draft.betas, tools, history)
         if is_compaction:
             compacting.check_conversation(history)
         seen = self._checked_view(body, history, tools, thinking)
@@ -464,6 +469,7 @@ class Engine:
             if compact is not None and compact.get("pause_after_compaction") is True:
                 blocks, turn = leading, Turn((), "compaction")
             else:
+                listings, listed = self._list_before_sampling(servers)
                 item = self._next_item(draft, draft.new_messages, history)
                 if isinstance(item, ApiError):
                     raise self._scripted_error(item)
@@ -480,7 +486,11 @@ class Engine:
                     draft.index,
                 )
                 turn = self._turn(item, conversation)
-                blocks = leading + self._content(turn, history, tools, body, thinking, servers)
+                blocks = [
+                    *leading,
+                    *listed,
+                    *self._content(turn, history, tools, body, thinking, servers, listings),
+                ]
         counts = usage(measure(seen), self._estimate(json_text(blocks)), blocks, turn.usage)
         if iterations is not None:
             iterations.append(iteration("message", counts))
@@ -662,12 +672,13 @@ class Engine:
         body: Json,
         thinking: str | None,
         servers: Sequence[McpServer] = (),
+        listings: dict[str, list[str]] | None = None,
     ) -> list[Json]:
         """The turn's blocks in the API's shape, with ids and signatures made; a turn the
         model could not answer this request with is a problem."""
         where = f"script item {self._played}"
         declared = [t.get("name") for t in mcp.client_tools(tools)]
-        listings: dict[str, list[str]] = {}
+        listings = {} if listings is None else listings
         check_names = all(isinstance(n, str) for n in declared)
         used = set(_tool_names(history))
         loading = searching.Loading(tools, history)
@@ -793,25 +804,53 @@ class Engine:
             },
         ]
 
+    def _list_tools(self, server: McpServer, why: str) -> list[Json]:
+        """The server's listing, or the API's 400 (``mcp.ServerUnusable``) naming it."""
+        if self._connector is None:
+            raise _problem(f"{why}, but no MCP connector is set")
+        try:
+            return self._connector.list_tools(server)
+        except McpUnreachable as exc:
+            raise mcp.unreachable(server, str(exc)) from None
+
+    def _list_before_sampling(
+        self, servers: Sequence[McpServer]
+    ) -> tuple[dict[str, list[str]], list[Json]]:
+        """The tool names of each server known before the turn (pinned, sent back, or listed
+        now under ``mcp-client-2026-09-15``) and the ``mcp_tool_listing`` blocks of those
+        listed now, which the reply carries first."""
+        names = {s.name: [t["name"] for t in s.listing] for s in servers if s.listing is not None}
+        blocks: list[Json] = []
+        for server in servers:
+            if server.lists_before_sampling:
+                why = f"the request's MCP server {server.name!r} is listed before sampling"
+                tools = self._list_tools(server, why)
+                names[server.name] = [t["name"] for t in tools]
+                blocks.append(mcp.listing_block(server, tools))
+        return names, blocks
+
     def _call_mcp(
         self, block: McpToolUse, server: McpServer, listings: dict[str, list[str]], where: str
     ) -> McpOutcome:
+        why = f"{where} calls MCP tool {block.name!r}"
+        listed = listings.get(server.name)
+        if listed is None:
+            tools = self._list_tools(server, why)
+            listed = listings[server.name] = [t["name"] for t in tools]
+        if block.name not in listed:
+            lister = (
+                f"the mcp_toolset of server {server.name!r} does not pin in `tools`"
+                if server.pinned
+                else f"server {server.name!r} does not list"
+            )
+            raise _problem(f"{why}, which {lister} (its tools: {listed})")
+        if not server.allows(block.name):
+            raise _problem(
+                f"{why} of server {server.name!r}, which the request's tool configuration disables"
+            )
         if self._connector is None:
-            raise _problem(f"{where} calls MCP tool {block.name!r}, but no MCP connector is set")
+            raise _problem(f"{why}, but no MCP connector is set")
         try:
-            listed = listings.get(server.name)
-            if listed is None:
-                listed = listings[server.name] = self._connector.list_tools(server)
-            if block.name not in listed:
-                raise _problem(
-                    f"{where} calls MCP tool {block.name!r}, which server {server.name!r} does "
-                    f"not list (its tools: {listed})"
-                )
-            if not server.allows(block.name):
-                raise _problem(
-                    f"{where} calls MCP tool {block.name!r} of server {server.name!r}, which "
-                    "the request's tool configuration disables"
-                )
             return self._connector.call_tool(server, block.name, block.input)
         except McpUnreachable as exc:
             raise mcp.unreachable(server, str(exc)) from None

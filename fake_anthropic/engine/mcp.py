@@ -1,6 +1,12 @@
-"""The MCP connector of the Messages API: the request's ``mcp_servers`` and ``mcp_toolset``
-tools checked as the API checks them (each refusal its own function), and the port the
-engine calls an MCP server through (``McpConnector``), so the engine stays free of I/O.
+"""The MCP connector of the Messages API: the request's ``mcp_servers``, ``mcp_toolset``
+tools and ``mcp_tool_listing`` blocks checked as the API checks them (each refusal its own
+function), and the port the engine calls an MCP server through (``McpConnector``), so the
+engine stays free of I/O.
+
+Three betas: ``mcp-client-2025-04-04`` (``tool_configuration`` on the server),
+``mcp-client-2025-11-20`` (``mcp_toolset`` tools) and ``mcp-client-2026-09-15`` (toolsets
+that may pin the server's listing in ``tools``, and the ``mcp_tool_listing`` block a reply
+carries and the next request sends back, so the server is listed once a conversation).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from fake_anthropic.engine.errors import Refusal, invalid
 Json = dict[str, Any]
 
 TOOLSET_TYPE = "mcp_toolset"
+LISTING_TYPE = "mcp_tool_listing"
 
 
 @dataclass(frozen=True)
@@ -28,11 +35,24 @@ class McpServer:
     default_enabled: bool = True
     enabled: Mapping[str, bool] = field(default_factory=dict)  # per-tool overrides
     allowed: tuple[str, ...] | None = None  # legacy tool_configuration.allowed_tools
+    default_deferred: bool = False
+    deferred: Mapping[str, bool] = field(default_factory=dict)  # per-tool defer_loading
+    listing: tuple[Json, ...] | None = None
+    """The server's tools known without asking it: the toolset's pinned ``tools``, or the
+    latest ``mcp_tool_listing`` of this server the conversation sent back."""
+    pinned: bool = False
+    lists_before_sampling: bool = False
+    """``mcp-client-2026-09-15`` with no listing: the server is listed before the turn is
+    played, and the reply carries the listing (``mcp_tool_listing``)."""
 
     def allows(self, tool: str) -> bool:
         if self.allowed is not None and tool not in self.allowed:
             return False
         return self.enabled.get(tool, self.default_enabled)
+
+    def defers(self, tool: str) -> bool:
+        """Whether the toolset defers ``tool`` (``defer_loading``): tool search loads it."""
+        return self.deferred.get(tool, self.default_deferred)
 
 
 @dataclass(frozen=True)
@@ -49,7 +69,10 @@ class McpUnreachable(Exception):
 
 
 class McpConnector(Protocol):
-    def list_tools(self, server: McpServer) -> list[str]: ...
+    def list_tools(self, server: McpServer) -> list[Json]:
+        """The server's tools as the API lists them: ``name``, ``input_schema`` and
+        ``description`` (when the server gives one)."""
+        ...
 
     def call_tool(
         self, server: McpServer, name: str, arguments: Mapping[str, Any]
@@ -66,14 +89,14 @@ def client_tools(tools: Sequence[Json] | None) -> list[Json]:
 
 
 def check_beta(betas: Sequence[str]) -> str:
-    """The connector beta in force; the connector without one is refused."""
-    if assumed.MCP_BETA in betas:
-        return assumed.MCP_BETA
-    if assumed.MCP_BETA_LEGACY in betas:
-        return assumed.MCP_BETA_LEGACY
+    """The connector beta in force (the newest sent); the connector without one is refused."""
+    for beta in (assumed.MCP_BETA_2026, assumed.MCP_BETA, assumed.MCP_BETA_LEGACY):
+        if beta in betas:
+            return beta
     raise invalid(
         "mcp_servers: the MCP connector requires the beta header 'anthropic-beta: "
-        f"{assumed.MCP_BETA}' (or the older '{assumed.MCP_BETA_LEGACY}')"
+        f"{assumed.MCP_BETA_2026}' (or the older '{assumed.MCP_BETA}' or "
+        f"'{assumed.MCP_BETA_LEGACY}')"
     )
 
 
@@ -159,12 +182,12 @@ def check_every_server_has_a_toolset(
             )
 
 
-def check_no_tool_configuration(servers: Sequence[Json]) -> None:
-    """The newer beta moved tool configuration into the toolset."""
+def check_no_tool_configuration(servers: Sequence[Json], beta: str) -> None:
+    """The newer betas moved tool configuration into the toolset."""
     for i, server in enumerate(servers):
         if server.get("tool_configuration") is not None:
             raise invalid(
-                f"mcp_servers.{i}.tool_configuration: not accepted under {assumed.MCP_BETA}; "
+                f"mcp_servers.{i}.tool_configuration: not accepted under {beta}; "
                 "configure the server's tools with an mcp_toolset entry of `tools`"
             )
 
@@ -173,35 +196,138 @@ def check_no_toolsets(tools: Sequence[Json] | None) -> None:
     """The older beta has no toolsets."""
     if toolsets(tools):
         raise invalid(
-            f"tools: mcp_toolset entries need the beta '{assumed.MCP_BETA}'; under "
+            f"tools: mcp_toolset entries need the beta '{assumed.MCP_BETA}' or "
+            f"'{assumed.MCP_BETA_2026}'; under "
             f"'{assumed.MCP_BETA_LEGACY}' configure tools with `tool_configuration`"
         )
 
 
+def _flag(config: Json, key: str, where: str) -> bool | None:
+    value = config.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise invalid(f"{where}.{key}: Input should be a valid boolean")
+    return value
+
+
+def _config_of(config: object, where: str) -> tuple[bool | None, bool | None]:
+    """A tool config's ``enabled`` and ``defer_loading`` (None where not given)."""
+    if config is None:
+        return None, None
+    if not isinstance(config, dict):
+        raise invalid(f"{where}: must be an object")
+    return _flag(config, "enabled", where), _flag(config, "defer_loading", where)
+
+
 def _enabled_of(config: object, where: str) -> bool | None:
+    """``tool_configuration.enabled`` (the oldest beta, which has no ``defer_loading``)."""
     if config is None:
         return None
     if not isinstance(config, dict):
         raise invalid(f"{where}: must be an object")
-    enabled = config.get("enabled")
-    if enabled is not None and not isinstance(enabled, bool):
-        raise invalid(f"{where}.enabled: must be a boolean")
-    return enabled
+    return _flag(config, "enabled", where)
 
 
-def _from_toolset(server: Json, index: int, entry: Json) -> McpServer:
+def check_tool_list(tools: object, where: str) -> tuple[Json, ...]:
+    """A listing of an MCP server's tools (pinned, or sent back): each an object with a
+    ``name``, an ``input_schema`` object and a string ``description`` or none; each name
+    once (assumed)."""
+    if not isinstance(tools, list):
+        raise invalid(f"{where}: Input should be a valid list")
+    seen: set[str] = set()
+    for j, tool in enumerate(tools):
+        at = f"{where}.{j}"
+        if not isinstance(tool, dict):
+            raise invalid(f"{at}: Input should be an object with name and input_schema")
+        name = tool.get("name")
+        if not isinstance(name, str) or not name:
+            raise invalid(f"{at}.name: Field required")
+        if not isinstance(tool.get("input_schema"), dict):
+            raise invalid(f"{at}.input_schema: Field required (a JSON Schema object)")
+        description = tool.get("description")
+        if description is not None and not isinstance(description, str):
+            raise invalid(f"{at}.description: Input should be a valid string")
+        if name in seen:
+            raise invalid(f"{at}.name: {name!r} is listed twice; each tool is listed once")
+        seen.add(name)
+    return tuple(tools)
+
+
+def check_listing_beta(beta: str, what: str) -> None:
+    """A pinned listing and a listing sent back came with ``mcp-client-2026-09-15``."""
+    if assumed.MCP_PINNED_AND_LISTING_NEED_2026 and beta != assumed.MCP_BETA_2026:
+        raise invalid(
+            f"{what} needs the beta 'anthropic-beta: {assumed.MCP_BETA_2026}' (the request "
+            f"uses '{beta}')"
+        )
+
+
+def sent_listings(
+    history: Sequence[Json], names: Sequence[str], beta: str | None
+) -> dict[str, tuple[Json, ...]]:
+    """The latest ``mcp_tool_listing`` the conversation sent back for each server; each
+    checked (an assistant block naming a server of ``mcp_servers``, a valid listing)."""
+    found: dict[str, tuple[Json, ...]] = {}
+    for m, message in enumerate(history):
+        content = message.get("content")
+        for b, block in enumerate(content if isinstance(content, list) else []):
+            if not isinstance(block, dict) or block.get("type") != LISTING_TYPE:
+                continue
+            where = f"messages.{m}.content.{b}"
+            if beta is None:
+                raise invalid(
+                    f"{where}: an mcp_tool_listing block needs the MCP connector "
+                    "(`mcp_servers`) and its beta"
+                )
+            check_listing_beta(beta, f"{where}: an mcp_tool_listing block")
+            if message.get("role") != "assistant":
+                raise invalid(
+                    f"{where}: an mcp_tool_listing block stands in an assistant message, "
+                    "as the reply that carried it"
+                )
+            server = block.get("mcp_server_name")
+            if server not in names:
+                raise invalid(
+                    f"{where}.mcp_server_name: {server!r} names no server of `mcp_servers` "
+                    f"(its servers: {sorted(names)})"
+                )
+            found[str(server)] = check_tool_list(block.get("tools"), f"{where}.tools")
+    return found
+
+
+def _from_toolset(
+    server: Json, index: int, entry: Json, beta: str, sent: Mapping[str, tuple[Json, ...]]
+) -> McpServer:
     where = f"tools.{index}"
-    default = _enabled_of(entry.get("default_config"), f"{where}.default_config")
+    default, default_deferred = _config_of(entry.get("default_config"), f"{where}.default_config")
     configs = entry.get("configs") or {}
     if not isinstance(configs, dict):
         raise invalid(f"{where}.configs: must be an object keyed by tool name")
-    enabled = {
-        tool: value
-        for tool, config in configs.items()
-        if (value := _enabled_of(config, f"{where}.configs.{tool}")) is not None
-    }
-    token = server.get("authorization_token")
-    return McpServer(server["name"], server["url"], token, default is not False, enabled)
+    parsed = {tool: _config_of(c, f"{where}.configs.{tool}") for tool, c in configs.items()}
+    enabled = {tool: on for tool, (on, _) in parsed.items() if on is not None}
+    deferred = {tool: later for tool, (_, later) in parsed.items() if later is not None}
+    pinned = entry.get("tools")
+    listing: tuple[Json, ...] | None = None
+    if pinned is not None:
+        check_listing_beta(beta, f"{where}.tools: a pinned tool listing")
+        listing = check_tool_list(pinned, f"{where}.tools")
+    elif server["name"] in sent:
+        listing = sent[server["name"]]
+    return McpServer(
+        server["name"],
+        server["url"],
+        server.get("authorization_token"),
+        default is not False,
+        enabled,
+        default_deferred=default_deferred is True,
+        deferred=deferred,
+        listing=listing,
+        pinned=pinned is not None,
+        lists_before_sampling=(
+            assumed.MCP_LISTING_BEFORE_SAMPLING
+            and beta == assumed.MCP_BETA_2026
+            and listing is None
+        ),
+    )
 
 
 def _from_tool_configuration(server: Json, index: int) -> McpServer:
@@ -224,25 +350,37 @@ def _from_tool_configuration(server: Json, index: int) -> McpServer:
 
 
 def check_connector(
-    body: Json, betas: Sequence[str], tools: Sequence[Json] | None
+    body: Json, betas: Sequence[str], tools: Sequence[Json] | None, history: Sequence[Json] = ()
 ) -> list[McpServer]:
     """The request's MCP servers with their tool configuration, or the API's 400."""
     if body.get("mcp_servers") is None and not toolsets(tools):
+        sent_listings(history, (), None)  # a listing sent back without the connector
         return []
     beta = check_beta(betas)
     servers = check_definitions(body)
     check_unique_names(servers)
+    sent = sent_listings(history, [s["name"] for s in servers], beta)
     if beta == assumed.MCP_BETA_LEGACY:
         check_no_toolsets(tools)
         return [_from_tool_configuration(s, i) for i, s in enumerate(servers)]
     configured = check_toolsets_name_servers(servers, tools)
-    check_no_tool_configuration(servers)
+    check_no_tool_configuration(servers, beta)
     check_every_server_has_a_toolset(servers, configured)
-    return [_from_toolset(s, *configured[s["name"]]) for s in servers]
+    return [_from_toolset(s, *configured[s["name"]], beta, sent) for s in servers]
 
 
-def unreachable(server: McpServer, reason: str) -> Refusal:
-    return Refusal(
+def listing_block(server: McpServer, tools: Sequence[Json]) -> Json:
+    """The ``mcp_tool_listing`` a reply carries for a server listed while producing it."""
+    return {"type": LISTING_TYPE, "mcp_server_name": server.name, "tools": list(tools)}
+
+
+class ServerUnusable(Refusal):
+    """The API's refusal of a request whose MCP server it could not use: refused before
+    any turn is sampled, so the engine puts back a turn it took for the request."""
+
+
+def unreachable(server: McpServer, reason: str) -> ServerUnusable:
+    return ServerUnusable(
         assumed.MCP_UNREACHABLE_STATUS,
         "invalid_request_error",
         f"MCP server {server.name!r} at {server.url} could not be used: {reason}",

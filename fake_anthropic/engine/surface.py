@@ -73,6 +73,10 @@ BETAS: Final[Mapping[str, Entry]] = {
     "compact-2026-01-12": _m("the `compact_20260112` context-management edit"),
     "compact-2026-09-04": _m("the `compaction` request field"),
     "message-threads-2026-08-12": _m("server-held threads (`thread`)"),
+    "mcp-client-2026-09-15": _m(
+        "the MCP connector with `mcp_toolset` tools, a pinned `tools` listing and the "
+        "`mcp_tool_listing` a reply carries"
+    ),
     "mcp-client-2025-11-20": _m("the MCP connector with `mcp_toolset` tools"),
     "mcp-client-2025-04-04": _m("the MCP connector with `tool_configuration` (older form)"),
     "structured-outputs-2025-11-13": _m("`output_config.format` and `strict` tools"),
@@ -139,9 +143,6 @@ BETAS: Final[Mapping[str, Entry]] = {
     "ce-claude-code-managed-settings-2026-10-06": _OTHER_ENDPOINTS,
     "ce-plugins-2026-09-01": _OTHER_ENDPOINTS,
     # refused
-    "mcp-client-2026-09-15": _r(
-        "the 2026-09 MCP connector is not modelled yet (the 2025-11-20 one is)"
-    ),
     "output-128k-2025-02-19": _r(
         "raises a model's `max_tokens` limit, which the fake's limit table does not"
     ),
@@ -266,6 +267,10 @@ BLOCKS: Final[Mapping[str, Entry]] = {
     "text_editor_code_execution_tool_result": _SERVER_RESULT,
     "mcp_tool_use": _m("played by calling the MCP server (or from the script)"),
     "mcp_tool_result": _m("the MCP server's answer"),
+    "mcp_tool_listing": _m(
+        "the MCP server's listing: in a reply that listed the server, and used instead of "
+        "listing it again when sent back"
+    ),
     "tool_search_tool_result": _TOOL_SEARCH,
     "tool_reference": _TOOL_SEARCH,
     "image": _READ_BY_MODEL,
@@ -275,7 +280,6 @@ BLOCKS: Final[Mapping[str, Entry]] = {
     "advisor_tool_result": _r("the advisor tool is not modelled"),
     "tool_addition": _r("mid-conversation tool changes are not modelled"),
     "tool_removal": _r("mid-conversation tool changes are not modelled"),
-    "mcp_tool_listing": _r("not modelled"),
     "fallback": _r("falling back to another model is not modelled"),
     "browser_state": _r("the browser toolset is not modelled"),
 }

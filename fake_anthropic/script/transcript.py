@@ -101,6 +101,12 @@ def _block_lines(block: object, calls: _Calls, limit: int | None) -> str:
     if kind == "server_tool_use":
         call = calls.number(block.get("id"))
         return f"server_tool_use {call} {block.get('name')} {_compact(block.get('input'))}"
+    if kind == "mcp_tool_listing":
+        tools = block.get("tools")
+        names = (
+            [t.get("name") for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+        )
+        return f"mcp_tool_listing {block.get('mcp_server_name')} ({len(names)} tools)"
     if kind == "mcp_tool_use":
         call = calls.number(block.get("id"))
         tool = f"{block.get('server_name')}.{block.get('name')}"
