@@ -6,7 +6,6 @@ playing such a conversation end to end against the fake ContextQ's MCP server.""
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -16,7 +15,7 @@ import pytest
 from anthropic import beta_tool
 
 from adapter import wire
-from fake_anthropic import ScriptedModel, mcp_tool_use, text, tool_use, turn
+from fake_anthropic import ScriptedModel, mcp_tool_use, text, tool_search, tool_use, turn
 from fake_contextq import FakeContextQ, ServedFake, Tenant
 
 MODEL = "claude-sonnet-4-5"
@@ -304,12 +303,6 @@ def test_the_tool_runner_plays_a_pinned_and_deferred_toolset(
     assert [c.content for c in fake.contexts(tenant)] == ["pinned"]
 
 
-tool_search = getattr(importlib.import_module("fake_anthropic.script.turns"), "tool_search", None)
-needs_tool_search = pytest.mark.skipif(
-    tool_search is None, reason="tool search (issue 34, item 1) is not merged yet"
-)
-
-
 def _run_deferred(model: ScriptedModel, key: str, *script: Any) -> None:
     """The tool runner on a pinned toolset that defers every tool but ``ctx_save``, with
     the server tool search declared."""
@@ -330,11 +323,9 @@ def _run_deferred(model: ScriptedModel, key: str, *script: Any) -> None:
     ).until_done()
 
 
-@needs_tool_search
 def test_the_tool_runner_plays_a_deferred_mcp_tool_loaded_by_tool_search(
     fake: FakeContextQ, key: str
 ) -> None:
-    assert tool_search is not None
     model = routed(fake)
     _run_deferred(
         model,
@@ -351,7 +342,6 @@ def test_the_tool_runner_plays_a_deferred_mcp_tool_loaded_by_tool_search(
     assert '    mcp_tool_use #2 contextq.ctx_search {"query": "x"}' in lines
 
 
-@needs_tool_search
 def test_a_deferred_mcp_tool_nothing_loaded_is_a_script_problem(
     fake: FakeContextQ, key: str
 ) -> None:
