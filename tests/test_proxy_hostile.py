@@ -434,7 +434,9 @@ def test_an_answer_the_client_did_not_get_is_not_recorded(
 ) -> None:
     first = (
         b'event: message_start\ndata: {"type":"message_start","message":'
-        b'{"id":"msg_1","type":"message","content":[]}}\n\n'
+        b'{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],'
+        b'"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}}'
+        b"\n\n"
     )
     last = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
     gone = threading.Event()
