@@ -9,6 +9,7 @@ import argparse
 import errno
 import gc
 import json
+import os
 import socket
 import sys
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from fake_anthropic import __version__
 from fake_anthropic.engine.surface import check_ignored_betas
 from fake_anthropic.model import ScriptedModel
 from fake_anthropic.record import recording
+from fake_anthropic.record.cassette import BaseURL, CassetteError, convert
 from fake_anthropic.record.match import MATCH_MODES
 from fake_anthropic.record.proxy import DEFAULT_UPSTREAM, RecordingProxy
 from fake_anthropic.record.recording import is_recording
@@ -77,22 +79,45 @@ def _parser() -> argparse.ArgumentParser:
         "import-cassette",
         help="convert a vcrpy cassette of Messages API traffic into a recording",
         description="Convert a vcrpy cassette (YAML or JSON, as vcrpy writes them) into a "
-        "recording: each /v1/messages and count_tokens exchange, streams rebuilt from their "
-        "events, credentials redacted as the recording proxy redacts them; exchanges with "
-        "other paths or hosts are skipped and counted. Replay RECORDING with "
-        "ScriptedModel.from_recording(RECORDING) or `fake-anthropic serve RECORDING`.",
+        "recording: each /v1/messages and count_tokens exchange with https://api.anthropic.com "
+        "(or a --base-url), streams rebuilt from their events, credentials redacted as the "
+        "recording proxy redacts them; exchanges with other paths or hosts are skipped and "
+        "counted. A file that is no cassette, or holds no such exchange, is one line and exit "
+        "status 1. Replay RECORDING with ScriptedModel.from_recording(RECORDING) or "
+        "`fake-anthropic serve RECORDING`.",
     )
     imported.add_argument("cassette", metavar="CASSETTE", help="the vcrpy cassette to read")
     imported.add_argument(
         "--out", required=True, metavar="RECORDING", help="the recording to write"
     )
+    imported.add_argument(
+        "--base-url",
+        action="append",
+        type=_base_url,
+        metavar="URL",
+        help="import the exchanges sent to this base URL too (the SDK's base_url; "
+        "repeatable; default: ANTHROPIC_BASE_URL if set)",
+    )
     imported.add_argument("--force", action="store_true", help="replace RECORDING if it exists")
     return parser
 
 
-def _import_cassette(args: argparse.Namespace) -> int:
-    from fake_anthropic.record.cassette import CassetteError, convert
+def _base_url(url: str) -> BaseURL:
+    try:
+        return BaseURL.parse(url)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
+
+def _import_cassette(args: argparse.Namespace) -> int:
+    base_urls: list[BaseURL] = args.base_url or []
+    from_env = os.environ.get("ANTHROPIC_BASE_URL")
+    if not base_urls and from_env:
+        try:
+            base_urls = [BaseURL.parse(from_env)]
+        except ValueError as exc:
+            print(f"fake-anthropic import-cassette: ANTHROPIC_BASE_URL {exc}", file=sys.stderr)
+            return 2
     out = Path(args.out)
     if out.exists() and not args.force:
         print(
@@ -101,7 +126,7 @@ def _import_cassette(args: argparse.Namespace) -> int:
         )
         return 1
     try:
-        result = convert(args.cassette)
+        result = convert(args.cassette, base_urls)
     except CassetteError as exc:
         print(f"fake-anthropic import-cassette: {exc}", file=sys.stderr)
         return 1

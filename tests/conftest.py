@@ -44,6 +44,9 @@ def toolkit_imported() -> None:
         for found in pkgutil.walk_packages(package.__path__, prefix=f"{name}."):
             if not found.name.endswith("__main__"):  # a command, not a module
                 importlib.import_module(found.name)
+    # httpx2 imports its backend at its first request and maps the backend's errors by
+    # class: a backend imported again after a run would raise errors httpx2 lets through
+    importlib.import_module("httpcore2")
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,11 @@ import threading
 from collections.abc import Callable
 
 Handler = Callable[[socket.socket, "RawUpstream"], None]
-JSON_BODY = b'{"type":"message","content":[]}'
+JSON_BODY = (
+    b'{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],'
+    b'"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}'
+)
+"""A Messages response (the proxy records only answers a replay can serve)."""
 
 
 class RawUpstream:

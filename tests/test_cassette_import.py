@@ -5,10 +5,15 @@ same final text and tool results. Bad cassettes get one clear line."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
+import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +24,8 @@ from starlette.middleware.gzip import GZipMiddleware
 
 from adapter import ContextQMemoryTool, wire
 from fake_anthropic import ScriptedModel, load_recording, text
+from fake_anthropic.record.cassette import MAX_CASSETTE_BYTES
+from fake_anthropic.record.server import MAX_BODY
 from fake_contextq import FakeContextQ
 from fake_server import ServedApp
 from tests.helpers import MEMORY_FINAL, MEMORY_PROMPT, memory_upstream
@@ -61,8 +68,9 @@ def run(client: anthropic.Anthropic, tool: ContextQMemoryTool, *, stream: bool) 
 
 def record_with_vcrpy(
     path: Path, *, serializer: str = "yaml", stream: bool = False, gzip: bool = False
-) -> tuple[Any, Store]:
-    """One real run of the SDK recorded by vcrpy into ``path``."""
+) -> tuple[Any, Store, str]:
+    """One real run of the SDK recorded by vcrpy into ``path``; the final message, the
+    store, and the base URL the SDK sent to (what ``--base-url`` names)."""
     model = memory_upstream()
     app: Any = GZipMiddleware(model.app, minimum_size=0) if gzip else model.app
     store = Store(served=True)
@@ -71,16 +79,19 @@ def record_with_vcrpy(
         with vcr.use_cassette(str(path), serializer=serializer, record_mode="all"):
             client = anthropic.Anthropic(api_key=KEY, base_url=served.url, max_retries=0)
             final = run(client, store.tool, stream=stream)
+        url = served.url
     model.verify()
-    return final, store
+    return final, store, url
 
 
 def import_cassette(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_BASE_URL"}
     return subprocess.run(
         [sys.executable, "-m", "fake_anthropic", "import-cassette", *args],
         capture_output=True,
         text=True,
         timeout=120,
+        env=env,
     )
 
 
@@ -102,10 +113,12 @@ def test_a_vcrpy_cassette_converts_and_replays_with_the_same_results(
     tmp_path: Path, stores: list[Store], serializer: str, stream: bool, gzip: bool
 ) -> None:
     cassette = tmp_path / f"run.{serializer}"
-    live, recorded = record_with_vcrpy(cassette, serializer=serializer, stream=stream, gzip=gzip)
+    live, recorded, url = record_with_vcrpy(
+        cassette, serializer=serializer, stream=stream, gzip=gzip
+    )
     stores.append(recorded)
     out = tmp_path / "recording.json"
-    done = import_cassette(str(cassette), "--out", str(out))
+    done = import_cassette(str(cassette), "--out", str(out), "--base-url", url)
     assert done.returncode == 0, done.stderr
     contextq_requests = len(recorded.fake.journal)
     assert done.stdout.strip() == (
@@ -130,22 +143,24 @@ def test_a_vcrpy_cassette_converts_and_replays_with_the_same_results(
 @pytest.mark.slow  # a subprocess: not in --quick
 def test_an_existing_recording_is_kept_unless_forced(tmp_path: Path, stores: list[Store]) -> None:
     cassette = tmp_path / "run.yaml"
-    stores.append(record_with_vcrpy(cassette)[1])
+    _, store, url = record_with_vcrpy(cassette)
+    stores.append(store)
     out = tmp_path / "kept.json"
     out.write_text("mine")
-    refused = import_cassette(str(cassette), "--out", str(out))
+    refused = import_cassette(str(cassette), "--out", str(out), "--base-url", url)
     assert refused.returncode == 1
     assert refused.stderr.strip() == (
         f"fake-anthropic import-cassette: {out} exists; --force replaces it"
     )
     assert out.read_text() == "mine"
-    assert import_cassette(str(cassette), "--out", str(out), "--force").returncode == 0
+    done = import_cassette(str(cassette), "--out", str(out), "--force", "--base-url", url)
+    assert done.returncode == 0
     assert len(load_recording(out)) == 4
 
 
-def _one_line(cassette: Path, tmp_path: Path) -> str:
+def _one_line(cassette: Path, tmp_path: Path, *args: str) -> str:
     out = tmp_path / "out.json"
-    done = import_cassette(str(cassette), "--out", str(out))
+    done = import_cassette(str(cassette), "--out", str(out), *args)
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     [line] = done.stderr.splitlines()
@@ -166,7 +181,8 @@ def test_a_cassette_of_only_other_traffic_is_one_clear_error(tmp_path: Path) -> 
     line = _one_line(cassette, tmp_path)
     assert line == (
         f"fake-anthropic import-cassette: {cassette}: holds no Messages API exchange (no "
-        "request to /v1/messages or /v1/messages/count_tokens; 1 other exchange(s))"
+        "request to /v1/messages or /v1/messages/count_tokens of https://api.anthropic.com; "
+        "1 other exchange(s))"
     )
 
 
@@ -206,9 +222,10 @@ def test_an_encoding_it_cannot_decode_says_how_to_record_instead(
     tmp_path: Path, stores: list[Store]
 ) -> None:
     cassette = tmp_path / "run.yaml"
-    stores.append(record_with_vcrpy(cassette, gzip=True)[1])
+    _, store, url = record_with_vcrpy(cassette, gzip=True)
+    stores.append(store)
     cassette.write_text(cassette.read_text().replace("- gzip\n", "- br\n"))
-    line = _one_line(cassette, tmp_path)
+    line = _one_line(cassette, tmp_path, "--base-url", url)
     assert "the answer is br-encoded" in line
     assert "decode_compressed_response=True" in line
 
@@ -226,3 +243,314 @@ def test_under_a_vcrpy_cassette_the_scripted_model_still_plays_its_script(
     assert reply.content[0].text == "from the script"  # type: ignore[union-attr]
     assert len(cassette) == 0
     model.verify()
+
+
+# --- a hostile cassette: bounded, and one clear line (run in process: cheap) -------------
+
+ANTHROPIC = "https://api.anthropic.com/v1/messages"
+REPLY: dict[str, Any] = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-opus-4-1",
+    "content": [{"type": "text", "text": "Hi."}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 3, "output_tokens": 2},
+}
+ASKED = '{"model": "claude-opus-4-1", "max_tokens": 9, "messages": []}'
+
+
+def interaction(uri: str = ANTHROPIC, **response: Any) -> dict[str, Any]:
+    """One interaction as vcrpy's JSON serializer writes it; ``response`` overrides."""
+    return {
+        "request": {
+            "body": ASKED,
+            "headers": {"x-api-key": [KEY], "anthropic-version": ["2023-06-01"]},
+            "method": "POST",
+            "uri": uri,
+        },
+        "response": {
+            "body": {"string": json.dumps(REPLY)},
+            "headers": {"content-type": ["application/json"]},
+            "status": {"code": 200, "message": "OK"},
+            **response,
+        },
+    }
+
+
+def write_cassette(path: Path, *interactions: dict[str, Any]) -> Path:
+    path.write_text(json.dumps({"interactions": list(interactions), "version": 1}))
+    return path
+
+
+@pytest.fixture
+def cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., tuple[int, str, str]]:
+    """``fake-anthropic import-cassette CASSETTE --out OUT [ARGS]`` in this process: its
+    exit status, stdout and stderr."""
+    from fake_anthropic import cli as command
+
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+
+    def run(cassette: Path, *args: str, out: Path = tmp_path / "out.json") -> tuple[int, str, str]:
+        code = command.main(["import-cassette", str(cassette), "--out", str(out), *args])
+        said = capsys.readouterr()
+        return code, said.out, said.err
+
+    return run
+
+
+def refused(cli: Callable[..., tuple[int, str, str]], cassette: Path) -> str:
+    """The one line a refused cassette gets (exit status 1, no traceback, nothing written)."""
+    out = cassette.with_name("refused.json")
+    code, _, err = cli(cassette, out=out)
+    assert code == 1, err
+    [line] = err.splitlines()
+    assert line.startswith(f"fake-anthropic import-cassette: {cassette}: ")
+    assert not out.exists()
+    return line
+
+
+def laughs(levels: int, width: int) -> list[str]:
+    """YAML anchors each naming ``width`` aliases of the one before: ``width ** levels``
+    nodes once expanded, in a few hundred bytes."""
+    lines = ['lol0: &lol0 ["lol"]']
+    for i in range(1, levels + 1):
+        lines.append(f"lol{i}: &lol{i} [" + ", ".join([f"*lol{i - 1}"] * width) + "]")
+    return lines
+
+
+@pytest.mark.parametrize(
+    ("levels", "width", "where"),
+    [(9, 10, "beside"), (6, 12, "header")],
+    ids=["billion-laughs-beside-the-interactions", "three-million-in-a-header"],
+)
+def test_a_yaml_alias_bomb_is_refused_before_anything_expands_it(
+    tmp_path: Path, cli: Callable[..., tuple[int, str, str]], levels: int, width: int, where: str
+) -> None:
+    """Aliases share one node, so what a reader walks (a header's values) expands them;
+    the nodes are counted on the parser's events first. Before: a header bomb of 10**9
+    ran 61 s into MemoryError; these were read and written (exit 0)."""
+    bomb = f"*lol{levels}"
+    header = f"x-bomb: {bomb}, " if where == "header" else ""
+    cassette = tmp_path / "bomb.yaml"
+    cassette.write_text(
+        "\n".join(
+            [
+                *laughs(levels, width),
+                "interactions:",
+                f"- request: {{method: POST, uri: '{ANTHROPIC}', body: '{ASKED}', headers: {{}}}}",
+                f"  response: {{status: {{code: 200}}, headers: {{{header}content-type: "
+                f"[application/json]}}, body: {{string: '{json.dumps(REPLY)}'}}}}",
+                "version: 1",
+            ]
+        )
+        + "\n"
+    )
+    assert len(cassette.read_bytes()) < 2048
+    started = time.monotonic()
+    line = refused(cli, cassette)
+    assert line.endswith(
+        "more than 1,000,000 YAML nodes once its aliases are expanded (a vcrpy cassette "
+        "holds a few dozen an interaction)"
+    )
+    assert time.monotonic() - started < 10  # does not expand it meanwhile
+
+
+def test_an_alias_inside_the_node_it_names_is_refused(
+    tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
+    cassette = tmp_path / "cycle.yaml"
+    cassette.write_text(
+        f"interactions:\n- request: {{method: POST, uri: '{ANTHROPIC}', headers: &h {{x: [*h]}}}}\n"
+        "  response: {status: {code: 200}}\n"
+    )
+    assert refused(cli, cassette).endswith("(the alias *h is inside the node it names)")
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+def test_a_compression_bomb_is_refused_at_the_proxys_body_limit(
+    tmp_path: Path, cli: Callable[..., tuple[int, str, str]], encoding: str
+) -> None:
+    """Some 32 KiB that inflate past 32 MiB. Before: inflated whole and written."""
+    inflated = b" " * (MAX_BODY + 1024)
+    packed = gzip.compress(inflated) if encoding == "gzip" else zlib.compress(inflated)
+    assert len(packed) < 64 * 1024
+    cassette = write_cassette(
+        tmp_path / "bomb.json",
+        interaction(
+            body={"base64_string": base64.b64encode(packed).decode()},
+            headers={"content-type": ["application/json"], "content-encoding": [encoding]},
+        ),
+    )
+    assert refused(cli, cassette).endswith(
+        f"interaction 0: the {encoding} body inflates past 32 MiB (the recording proxy's "
+        "body limit)"
+    )
+
+
+def test_a_cassette_over_the_size_limit_is_refused_unread(
+    tmp_path: Path, cli: Callable[..., tuple[int, str, str]]
+) -> None:
+    cassette = tmp_path / "huge.yaml"
+    with cassette.open("wb") as file:
+        file.truncate(MAX_CASSETTE_BYTES + 1)  # sparse: no disk, no time
+    assert refused(cli, cassette).endswith("over 64 MiB, more than a cassette is read here")
+
+
+DEEP = 5000
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        pytest.param(
+            "interactions: " + "[" * 500 + "]" * 500 + "\n",
+            "nests deeper than 128 levels",
+            id="yaml-nesting",
+        ),
+        pytest.param(
+            "interactions: " + "[" * DEEP + "]" * DEEP + "\n",
+            "(invalid YAML: exceeded maximum nesting depth, line 1 column ",
+            id="yaml-nesting-past-libyaml",
+        ),
+        pytest.param(
+            json.dumps(
+                {"interactions": [interaction(headers={"x": json.loads("[" * 500 + "]" * 500)})]}
+            ),
+            "nests deeper than 128 levels",
+            id="json-nesting",
+        ),
+        pytest.param(
+            json.dumps({"interactions": [interaction(body={"string": "[" * 900 + "]" * 900})]}),
+            "interaction 0: the answer's body nests deeper than 128 levels",
+            id="answer-nesting",
+        ),
+        pytest.param(
+            json.dumps({"interactions": [interaction(body={"string": "[" * DEEP + "]" * DEEP})]}),
+            'interaction 0: response.body must be a Messages response (an object with "type": '
+            '"message")',
+            id="answer-nesting-past-json",
+        ),
+        pytest.param(
+            json.dumps({"interactions": [interaction(body={"base64_string": "!!!notbase64"})]}),
+            "interaction 0: a body's base64_string is not base64",
+            id="base64",
+        ),
+        pytest.param(
+            json.dumps({"interactions": [interaction(body={"base64_string": 5})]}),
+            "interaction 0: a body's base64_string is not base64",
+            id="base64-not-a-string",
+        ),
+        pytest.param(
+            json.dumps({"interactions": [interaction(body={"string": "5"})]}),
+            'interaction 0: response.body must be a Messages response (an object with "type": '
+            '"message")',
+            id="answer-no-message",
+        ),
+        pytest.param(
+            f"interactions:\n- request: {{method: POST, uri: '{ANTHROPIC}'}}\n"
+            "  response: !!python/object/apply:os.system ['echo owned']\n",
+            "not a vcrpy cassette (invalid YAML: could not determine a constructor for the tag "
+            "'tag:yaml.org,2002:python/object/apply:os.system', line 3 column 13)",
+            id="python-tag",
+        ),
+    ],
+)
+def test_a_bad_cassette_is_one_line_never_a_traceback(
+    tmp_path: Path, cli: Callable[..., tuple[int, str, str]], content: str, said: str
+) -> None:
+    cassette = tmp_path / ("bad.json" if content.startswith("{") else "bad.yaml")
+    cassette.write_text(content)
+    assert said in refused(cli, cassette)
+
+
+def test_yaml_is_read_by_libyaml_when_pyyaml_has_it_and_by_python_when_not(
+    tmp_path: Path, cli: Callable[..., tuple[int, str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """libyaml reads a 10 MB cassette in about 2 s of CPU; the pure-Python loader took 90."""
+    import yaml
+
+    cassette = tmp_path / "run.yaml"
+    cassette.write_text(yaml.safe_dump({"interactions": [interaction()], "version": 1}))
+    assert yaml.__with_libyaml__
+
+    class NotThisOne(yaml.SafeLoader):
+        def __init__(self, _stream: str) -> None:
+            raise AssertionError("the pure-Python loader was used, though libyaml is there")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(yaml, "SafeLoader", NotThisOne)
+        code, _, err = cli(cassette)
+    assert (code, err) == (0, "")
+    monkeypatch.delattr(yaml, "CSafeLoader")
+    code, _, err = cli(cassette, "--force")
+    assert (code, err) == (0, "")
+    assert len(load_recording(tmp_path / "out.json")) == 1
+
+
+def test_only_the_apis_host_and_a_named_base_url_are_imported(
+    tmp_path: Path, cli: Callable[..., tuple[int, str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: every /v1/messages was imported, whatever its host."""
+    gateway = "https://llm-gateway.evil.example"
+    cassette = write_cassette(
+        tmp_path / "hosts.json",
+        interaction(ANTHROPIC),
+        interaction("https://API.anthropic.com:443/v1/messages/count_tokens?beta=true")
+        | {"response": interaction()["response"] | {"body": {"string": '{"input_tokens": 7}'}}},
+        interaction(f"{gateway}/v1/messages"),
+        interaction("http://api.anthropic.com/v1/messages"),
+        interaction("http://gw.example/anthropic/v1/messages?beta=true"),
+        interaction("https://api.anthropic.com/v1/models"),
+    )
+    out = tmp_path / "out.json"
+    code, said, err = cli(cassette)
+    assert (code, err) == (0, "")
+    assert said.strip().endswith(f"2 exchange(s) written to {out}; 4 other exchange(s) skipped")
+    assert [e.path for e in load_recording(out)] == [
+        "/v1/messages",
+        "/v1/messages/count_tokens?beta=true",
+    ]
+
+    code, said, err = cli(
+        cassette, "--force", "--base-url", gateway, "--base-url", "http://gw.example/anthropic/"
+    )
+    assert (code, err) == (0, "")
+    assert [e.path for e in load_recording(out)] == [
+        "/v1/messages",
+        "/v1/messages/count_tokens?beta=true",
+        "/v1/messages",
+        "/v1/messages?beta=true",
+    ]
+
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", gateway + "/")  # the SDK's own setting
+    code, said, err = cli(cassette, "--force")
+    assert (code, err) == (0, "")
+    assert len(load_recording(out)) == 3
+
+
+@pytest.mark.parametrize(
+    "url", ["gw.example", "ftp://gw.example", "https://gw.example/?key=Qk-0123456789-secret"]
+)
+def test_a_base_url_that_is_none_is_a_usage_error(
+    tmp_path: Path,
+    cli: Callable[..., tuple[int, str, str]],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    url: str,
+) -> None:
+    cassette = write_cassette(tmp_path / "c.json", interaction())
+    with pytest.raises(SystemExit) as exited:
+        cli(cassette, "--base-url", url)
+    assert exited.value.code == 2
+    said = capsys.readouterr().err
+    assert "is not an http:// or https:// base URL (a host, an optional path, no query)" in said
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+    code, _, err = cli(cassette)
+    assert code == 2
+    [line] = err.splitlines()
+    assert line.startswith("fake-anthropic import-cassette: ANTHROPIC_BASE_URL '")
+    assert "Qk-0123456789-secret" not in said + err

@@ -391,16 +391,22 @@ def test_200_concurrent_connections_each_get_their_own_answer(
 # --- no duplicate upstream calls; only what the client got --------------------------------
 
 
-def _proxy_to(upstream: str, tmp_path: Path) -> tuple[RecordingProxy, ServedProxy, int]:
-    proxy = RecordingProxy(upstream, tmp_path / "raw.json")
+def _proxy_to(
+    upstream: str, tmp_path: Path, *, via_httpx: bool = False
+) -> tuple[RecordingProxy, ServedProxy, int]:
+    with pytest.MonkeyPatch.context() as patch:
+        if via_httpx:
+            patch.setattr(proxy_module, "plain_origin", lambda _url: None)
+        proxy = RecordingProxy(upstream, tmp_path / "raw.json")
     sock = bind_socket("127.0.0.1", 0)
     served = ServedProxy(proxy, sock)
     served.start()
     return proxy, served, sock.getsockname()[1]
 
 
+@pytest.mark.parametrize("via_httpx", [False, True])
 def test_a_post_is_never_sent_upstream_twice(
-    upstream_for: Callable[[Handler], RawUpstream], tmp_path: Path
+    upstream_for: Callable[[Handler], RawUpstream], tmp_path: Path, via_httpx: bool
 ) -> None:
     received: list[bytes] = []
 
@@ -413,7 +419,7 @@ def test_a_post_is_never_sent_upstream_twice(
             conn.sendall(json_answer())
 
     upstream = upstream_for(handler)
-    proxy, served, port = _proxy_to(upstream.url, tmp_path)
+    proxy, served, port = _proxy_to(upstream.url, tmp_path, via_httpx=via_httpx)
     try:
         with httpx2.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
             first = client.post("/v1/messages", content=MESSAGE)
@@ -424,9 +430,101 @@ def test_a_post_is_never_sent_upstream_twice(
         served.stop()
     assert first.status_code == 200
     assert second.status_code == 502
-    assert "not sent again" in second.json()["error"]["message"]
+    if not via_httpx:
+        assert "not sent again" in second.json()["error"]["message"]
+    assert second.headers["x-should-retry"] == "false"  # the upstream may have taken it
     assert len(received) == 2 and upstream.accepted == 1
     assert len(proxy.exchanges) == 1
+
+
+@pytest.mark.parametrize("via_httpx", [False, True])
+def test_a_refused_connection_is_a_502_the_client_may_retry(
+    tmp_path: Path, via_httpx: bool
+) -> None:
+    """Nothing of the request left, so a retry cannot bill it twice. Before: ``false``."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # bound, never listening: connections are refused
+        proxy, served, proxy_port = _proxy_to(
+            f"http://127.0.0.1:{port}", tmp_path, via_httpx=via_httpx
+        )
+        try:
+            answer = send_raw(
+                proxy_port,
+                b"POST /v1/messages HTTP/1.1\r\nhost: p\r\nconnection: close\r\n"
+                b"content-length: %d\r\n\r\n" % len(MESSAGE) + MESSAGE,
+            )
+        finally:
+            proxy.settle()
+            proxy.close()
+            served.stop()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert status_of(answer) == 502
+    assert b"\r\nx-should-retry: true\r\n" in head
+    error = json.loads(body)["error"]
+    assert error["type"] == "api_error"
+    assert error["message"].endswith("(nothing of the request was sent: a retry is safe)")
+    assert proxy.exchanges == [] and len(proxy.failures) == 1
+
+
+@pytest.mark.parametrize("via_httpx", [False, True])
+@pytest.mark.parametrize(
+    "target", [b"/v1/messages#frag", b"/v1/messages?beta=true&key=Qk-0123456789-secret#x"]
+)
+def test_a_raw_hash_in_the_target_is_a_400_in_the_apis_envelope(
+    stack_for: Callable[..., Stack], target: bytes, via_httpx: bool
+) -> None:
+    """A target has no fragment. Before: a 500 with a traceback in the log (httpx2), or the
+    target sent upstream as it was."""
+    stack = stack_for(via_httpx=via_httpx)
+    answer = stack.request(target=target)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert status_of(answer) == 400
+    assert b"content-type: application/json" in head
+    error = json.loads(body)["error"]
+    assert error["type"] == "invalid_request_error"
+    assert "holds a raw '#'; a request target has no fragment" in error["message"]
+    assert b"Qk-0123456789-secret" not in answer  # a credential in the query is not echoed
+    assert stack.seen.targets == [] and stack.recorded() == []
+    assert status_of(stack.request()) == 200  # and it serves on
+
+
+@pytest.mark.parametrize("via_httpx", [False, True])
+@pytest.mark.parametrize(
+    ("body", "fault"),
+    [
+        (b"[1]", 'response.body must be a Messages response (an object with "type": "message")'),
+        (b'{"type":"message","content":[]}', "response.body.id must be a string"),
+    ],
+)
+def test_an_answer_replay_could_not_serve_passes_through_but_is_not_recorded(
+    upstream_for: Callable[[Handler], RawUpstream],
+    tmp_path: Path,
+    body: bytes,
+    fault: str,
+    via_httpx: bool,
+) -> None:
+    """Before: recorded, and the file then failed to load (or, unchecked, replayed as an
+    empty event stream the SDK failed on)."""
+
+    def handler(conn: socket.socket, _server: RawUpstream) -> None:
+        read_request(conn, bytearray())
+        conn.sendall(json_answer(body=body))
+
+    upstream = upstream_for(handler)
+    proxy, served, port = _proxy_to(upstream.url, tmp_path, via_httpx=via_httpx)
+    try:
+        with httpx2.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            answer = client.post("/v1/messages?api_key=Qk-0123456789-secret", content=MESSAGE)
+    finally:
+        proxy.settle()
+        proxy.close()
+        served.stop()
+    assert answer.status_code == 200 and answer.content == body
+    assert load_recording(tmp_path / "raw.json") == []
+    assert proxy.failures == [
+        f"POST /v1/messages?api_key=[redacted]: not recorded, it could not be replayed: {fault}"
+    ]
 
 
 def test_an_answer_the_client_did_not_get_is_not_recorded(
@@ -434,7 +532,9 @@ def test_an_answer_the_client_did_not_get_is_not_recorded(
 ) -> None:
     first = (
         b'event: message_start\ndata: {"type":"message_start","message":'
-        b'{"id":"msg_1","type":"message","content":[]}}\n\n'
+        b'{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],'
+        b'"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}}'
+        b"\n\n"
     )
     last = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
     gone = threading.Event()

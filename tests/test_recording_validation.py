@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import jsonschema
 import pytest
 
-from fake_anthropic import ScriptedModel
+from fake_anthropic import ScriptedModel, load_recording
+from fake_anthropic.schemas import RECORDING
+from fake_anthropic.schemas import load as load_schema
 from fake_contextq import FakeContextQ
 
 GOOD: dict[str, Any] = {
@@ -33,7 +36,16 @@ GOOD: dict[str, Any] = {
                 "status": 200,
                 "headers": {"content-type": "application/json", "request-id": "req_1"},
                 "stream": True,
-                "body": {"id": "msg_1", "type": "message", "role": "assistant", "content": []},
+                "body": {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "m",
+                    "content": [],
+                    "stop_reason": "end_turn",
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 1, "output_tokens": 1},
+                },
             },
         }
     ],
@@ -70,6 +82,131 @@ BAD = [
     ("request.path", "v1/messages", "request.path 'v1/messages' is not a /path?query"),
     ("request.betas", ["a\nb"], "request header value 'a\\nb' cannot be sent"),
 ]
+
+
+def answered(
+    body: object,
+    *,
+    status: int = 200,
+    stream: bool = False,
+    path: str = "/v1/messages",
+    method: str = "POST",
+) -> dict[str, Any]:
+    """GOOD with another answer (and request line)."""
+    document = copy.deepcopy(GOOD)
+    exchange = document["exchanges"][0]
+    exchange["request"].update(method=method, path=path)
+    exchange["response"].update(status=status, stream=stream, body=body)
+    return document
+
+
+REPLY: dict[str, Any] = GOOD["exchanges"][0]["response"]["body"]
+ENVELOPE = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "memory", "input": {"command": "view"}}
+
+
+def reply(*, drop: str = "", **changes: object) -> dict[str, Any]:
+    """REPLY with fields changed, and the field ``drop`` left out."""
+    changed = {**copy.deepcopy(REPLY), **changes}
+    return {k: v for k, v in changed.items() if k != drop}
+
+
+GOOD_ANSWERS = [
+    answered(REPLY),
+    answered(reply(content=[{"type": "text", "text": "Hi."}, TOOL_USE])),
+    answered(REPLY, path="/v1/messages?beta=true", stream=True),
+    answered(ENVELOPE, status=529),
+    answered("<html>502 Bad Gateway</html>", status=502),  # a gateway's page, as text
+    answered(ENVELOPE, stream=True),  # the error event a stream ended with
+    answered({"input_tokens": 5}, path="/v1/messages/count_tokens"),
+    answered([1], method="GET", path="/v1/models"),  # other endpoints: as recorded
+]
+BAD_ANSWERS = [
+    (answered(5), 'response.body must be a Messages response (an object with "type": "message")'),
+    (answered([1]), 'response.body must be a Messages response (an object with "type": "message")'),
+    (answered([1], stream=True), "a streamed response's body must be the message"),
+    (answered(reply(drop="usage")), "response.body.usage must be an object"),
+    (answered(reply(drop="model")), "response.body.model must be a string"),
+    (answered(reply(drop="stop_sequence")), "response.body.stop_sequence must be a string or null"),
+    (answered(reply(role="user")), 'response.body.role must be "assistant"'),
+    (
+        answered(reply(usage={"input_tokens": 1, "output_tokens": "2"}), stream=True),
+        "response.body.usage.output_tokens must be an integer",
+    ),
+    (
+        answered(reply(content=[{"type": "text"}])),
+        "response.body.content[0].text must be a string (a text block)",
+    ),
+    (
+        answered(reply(content=[{**TOOL_USE, "input": []}])),
+        "response.body.content[0].input must be an object (a tool_use block)",
+    ),
+    (answered(reply(content=[5])), "response.body.content[0] must be a content block"),
+    (answered([1], status=429), "response.body must be the API's error envelope"),
+    (
+        answered({"type": "error", "error": {"type": "overloaded_error"}}, status=529),
+        "response.body.error.message must be a string",
+    ),
+    (
+        answered({"type": "error", "error": {"message": "m"}}, stream=True),
+        "response.body.error.type must be a string",
+    ),
+    (
+        answered({}, path="/v1/messages/count_tokens"),
+        "response.body must be a count_tokens result (an integer input_tokens)",
+    ),
+    (
+        answered(None, status=204),
+        "response.status 204: the Messages API answers 200, or an error status (400-599)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("document", "fault"), BAD_ANSWERS)
+def test_an_answer_replay_could_not_serve_is_refused_at_load(
+    tmp_path: Path, document: object, fault: str
+) -> None:
+    """Before: a 200 body that was an int or a list loaded, and replayed to a streaming
+    request as an empty event stream the SDK failed on with a bare AssertionError."""
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ValueError, match="exchange 1") as raised:
+        ScriptedModel.from_recording(path)
+    assert str(raised.value).startswith(f"recording {path}, exchange 1: ")
+    assert fault in str(raised.value)
+
+
+def _loads(document: object, path: Path) -> bool:
+    path.write_text(json.dumps(document))
+    try:
+        load_recording(path)
+    except ValueError:
+        return False
+    return True
+
+
+def test_the_schema_and_the_loader_agree_on_answers(tmp_path: Path) -> None:
+    schema = jsonschema.Draft202012Validator(load_schema(RECORDING))
+    for document in GOOD_ANSWERS:
+        assert schema.is_valid(document), document
+        assert _loads(document, tmp_path / "good.json"), document
+    for document, _ in BAD_ANSWERS:
+        assert not schema.is_valid(document), document
+        assert not _loads(document, tmp_path / "bad.json"), document
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_a_good_answer_replays_to_the_sdk_both_ways(tmp_path: Path, stream: bool) -> None:
+    path = tmp_path / "good.json"
+    path.write_text(json.dumps(answered(reply(content=[{"type": "text", "text": "Hi."}]))))
+    with ScriptedModel.from_recording(path, match="order") as model:
+        ask: Any = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
+        if stream:
+            with model.client.messages.stream(**ask) as events:
+                message = events.get_final_message()
+        else:
+            message = model.client.messages.create(**ask)
+    assert message.content[0].text == "Hi."  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(("where", "value", "fault"), BAD)

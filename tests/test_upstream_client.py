@@ -265,7 +265,9 @@ def test_sse_streams_through_the_proxy_event_by_event(
 ) -> None:
     events = [
         b'event: message_start\ndata: {"type":"message_start","message":'
-        b'{"id":"msg_1","type":"message"}}\n\n',
+        b'{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],'
+        b'"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}}'
+        b"\n\n",
         b'event: message_stop\ndata: {"type":"message_stop"}\n\n',
     ]
 
@@ -296,7 +298,12 @@ def test_sse_streams_through_the_proxy_event_by_event(
     assert exchange.stream and exchange.response == {
         "id": "msg_1",
         "type": "message",
+        "role": "assistant",
+        "model": "m",
         "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
     }
 
 
@@ -348,9 +355,10 @@ def test_the_recording_file_appends_in_place_within_a_page(tmp_path: Path) -> No
 
     path = tmp_path / "run.json"
     recording = RecordingFile(path)
-    small = Exchange("POST", "/v1/messages", {"n": 0}, 200, {"type": "message"})
+    reply = json.loads(JSON_BODY)
+    small = Exchange("POST", "/v1/messages", {"n": 0}, 200, reply)
     for i in range(40):
-        recording.append(Exchange("POST", "/v1/messages", {"n": i}, 200, {"type": "message"}))
+        recording.append(Exchange("POST", "/v1/messages", {"n": i}, 200, reply))
         recording.flush()
         assert [e.body for e in load_recording(path)] == [{"n": n} for n in range(i + 1)]
     assert recording.rewrites < 10  # the first write and one a page, not one an exchange

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from fake_anthropic.record.recording import RESPONSE_HEADERS, Exchange
+from fake_anthropic.record.recording import MAX_DEPTH, RESPONSE_HEADERS, Exchange, depth_ok
 from fake_anthropic.record.redact import redact, redact_target, secrets_of
 from fake_anthropic.record.sse_read import accumulate, parse_events
 
@@ -25,7 +25,7 @@ def response_body(content_type: str, data: bytes) -> tuple[bool, object]:
         return True, state.message
     try:
         return False, json.loads(data) if data else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return False, data.decode("utf-8", errors="replace")
 
 
@@ -38,7 +38,8 @@ def exchange_of(
     answer_headers: Sequence[tuple[str, str]],
     data: bytes,
 ) -> Exchange:
-    """The exchange of a request (``target`` its path and query as sent) and its answer."""
+    """The exchange of a request (``target`` its path and query as sent) and its answer;
+    ``ValueError`` if a body nests deeper than a recording may."""
     secrets = secrets_of(headers, target.partition("?")[2])
     try:
         body: object = json.loads(raw) if raw else None
@@ -50,6 +51,9 @@ def exchange_of(
         if name in RESPONSE_HEADERS:
             kept[name] = f"{kept[name]}, {value}" if name in kept else value
     stream, answer = response_body(kept.get("content-type", ""), data)
+    for side, parsed in (("request", body), ("answer", answer)):
+        if not depth_ok(parsed):  # redacting it would recurse past Python's limit
+            raise ValueError(f"the {side}'s body nests deeper than {MAX_DEPTH} levels")
     version = next((v for k, v in headers if k.lower() == "anthropic-version"), None)
     betas = [
         b.strip()

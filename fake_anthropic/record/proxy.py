@@ -14,8 +14,11 @@ Once the answer is complete and the client has it, the exchange is appended to t
 waits for the disk), with credentials removed (``record.redact``). An answer that broke off,
 or whose client went away before it had all of it, is not recorded (a client that retries is
 then recorded once); an upstream that cannot be reached, or that closed the connection
-before answering, answers 502 ``api_error`` (not recorded either). The upstream URL is shown
-masked (``record.redact.masked_url``) in every message.
+before answering, answers 502 ``api_error`` (not recorded either), with ``x-should-retry:
+true`` only when no connection was made (nothing was sent). An answer replay could not
+serve (``record.answer_shape``) is not recorded and counts as a failure. A target with a raw
+``#`` is a 400. The proxy's own answers are in the API's error envelope. The upstream URL is
+shown masked (``record.redact.masked_url``) in every message.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any, Final
 import httpx2
 
 from fake_anthropic.http import Receive, Scope, Send, read_body
+from fake_anthropic.record.answer_shape import answer_problem
 from fake_anthropic.record.answers import (
     HOP_BY_HOP,
     HOP_BY_HOP_BYTES,
@@ -40,9 +44,15 @@ from fake_anthropic.record.answers import (
 )
 from fake_anthropic.record.capture import exchange_of
 from fake_anthropic.record.recording import Exchange, RecordingFile
-from fake_anthropic.record.redact import masked_url, scrub_url
+from fake_anthropic.record.redact import masked_url, redact_target, scrub_url, secrets_of
 from fake_anthropic.record.server import ClientGone
-from fake_anthropic.record.upstream import Headers, UpstreamError, UpstreamPool, plain_origin
+from fake_anthropic.record.upstream import (
+    Headers,
+    NotSent,
+    UpstreamError,
+    UpstreamPool,
+    plain_origin,
+)
 
 __all__ = ["DEFAULT_UPSTREAM", "HOP_BY_HOP", "RecordingProxy", "check_upstream"]
 
@@ -51,6 +61,8 @@ Json = dict[str, Any]
 DEFAULT_UPSTREAM: Final = "https://api.anthropic.com"
 UPSTREAM_TIMEOUT: Final = httpx2.Timeout(600.0, connect=10.0)
 _TIMEOUT_EXTENSION: Final = UPSTREAM_TIMEOUT.as_dict()
+NOT_SENT_ERRORS: Final = (httpx2.ConnectError, httpx2.ConnectTimeout, httpx2.PoolTimeout)
+"""httpx2's failures before a connection to the upstream existed: nothing was sent."""
 
 
 def check_upstream(url: str) -> str:
@@ -112,6 +124,24 @@ async def _pass_on(answer: Answer, method: str, send: Send) -> list[bytes]:
     await send({"type": "http.response.start", "status": answer.status, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
     return [body]
+
+
+def _shown(target: bytes, headers: Headers) -> str:
+    """A request's target as a message may show it: credentials redacted, then cut short."""
+    text = target.decode("latin-1")
+    pairs = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
+    return redact_target(text, secrets_of(pairs, text.partition("?")[2]))[:200]
+
+
+async def _error(send: Send, status: int, kind: str, message: str, *, retry: bool = False) -> None:
+    """An answer of the proxy's own, in the API's error envelope."""
+    payload = {"type": "error", "error": {"type": kind, "message": message}}
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"x-should-retry", b"true" if retry else b"false"),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": json.dumps(payload).encode()})
 
 
 class RecordingProxy:
@@ -210,21 +240,47 @@ class RecordingProxy:
         query: bytes = scope.get("query_string", b"")
         if query:
             target += b"?" + query
+        if b"#" in target:
+            # A fragment is never part of a request target (RFC 9112 3.2.1); servers differ
+            # on whether it ends the path, and httpx2 cannot put it in a URL at all.
+            shown = _shown(target, scope["headers"])
+            await _error(
+                send,
+                400,
+                "invalid_request_error",
+                f"recording proxy: the target {shown!r} holds a raw '#'; a request target has "
+                "no fragment (send it percent-encoded, %23)",
+            )
+            return
         try:
             answer = await self._send_upstream(scope, method, target, raw)
+        except NotSent as exc:
+            await self._unreachable(send, str(exc), sent=False)
+            return
         except UpstreamError as exc:
-            await self._unreachable(send, str(exc))
+            await self._unreachable(send, str(exc), sent=True)
             return
         except httpx2.HTTPError as exc:
-            await self._unreachable(send, f"{type(exc).__name__}: {exc}")
+            sent = not isinstance(exc, NOT_SENT_ERRORS)
+            await self._unreachable(send, f"{type(exc).__name__}: {exc}", sent=sent)
             return
-        shown = target[:200].decode("latin-1")
+        except httpx2.InvalidURL as exc:  # what h11 took and httpx2 cannot put in a URL
+            await _error(
+                send,
+                400,
+                "invalid_request_error",
+                f"recording proxy: the target {_shown(target, scope['headers'])!r} cannot be "
+                f"sent upstream: {exc}",
+            )
+            return
         try:
             received = await _pass_on(answer, method, send)
         except ClientGone:
+            shown = _shown(target, scope["headers"])
             self.abandoned.append(f"{method} {shown}: the client went away before the answer's end")
             return
         except (UpstreamError, httpx2.HTTPError, OSError) as exc:
+            shown = _shown(target, scope["headers"])
             self.failures.append(f"{method} {shown}: the answer broke off: {exc}")
             return
         finally:
@@ -262,30 +318,39 @@ class RecordingProxy:
         received: list[bytes],
     ) -> None:
         data = received[0] if len(received) == 1 else b"".join(received)
-        exchange = exchange_of(
-            method,
-            target.decode("latin-1"),
-            [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers],
-            raw,
-            status,
-            [(k.decode("latin-1"), v.decode("latin-1")) for k, v in answer_headers],
-            data,
-        )
+        try:
+            exchange = exchange_of(
+                method,
+                target.decode("latin-1"),
+                [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers],
+                raw,
+                status,
+                [(k.decode("latin-1"), v.decode("latin-1")) for k, v in answer_headers],
+                data,
+            )
+        except ValueError as exc:
+            problem: str | None = str(exc)
+        else:
+            problem = answer_problem(
+                exchange.method, exchange.path, exchange.status, exchange.stream, exchange.response
+            )
+        if problem is not None:  # the file would not load: it holds only what replays
+            shown = _shown(target, raw_headers)
+            message = f"{method} {shown}: not recorded, it could not be replayed: {problem}"
+            self.failures.append(message)
+            print(f"fake-anthropic record: {message}", file=sys.stderr, flush=True)
+            return
         self.file.append(exchange)
         if self._on_exchange is not None:
             self._on_exchange(exchange)
 
-    async def _unreachable(self, send: Send, reason: str) -> None:
+    async def _unreachable(self, send: Send, reason: str, *, sent: bool) -> None:
+        """A 502; ``x-should-retry: true`` only if the request provably never left (no
+        connection was made), since a request the upstream may have taken is billed."""
         reason = scrub_url(reason, self.upstream)
         message = f"recording proxy: no answer from the upstream {self.shown_upstream}: {reason}"
+        if not sent:
+            message += " (nothing of the request was sent: a retry is safe)"
         self.failures.append(message)
         print(f"fake-anthropic record: {message}", file=sys.stderr, flush=True)
-        payload = {"type": "error", "error": {"type": "api_error", "message": message}}
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 502,
-                "headers": [(b"content-type", b"application/json"), (b"x-should-retry", b"false")],
-            }
-        )
-        await send({"type": "http.response.body", "body": json.dumps(payload).encode()})
+        await _error(send, 502, "api_error", message, retry=not sent)

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from fake_anthropic.record.answer_shape import answer_problem
+
 Json = dict[str, Any]
 
 FORMAT: Final = "fake-anthropic-recording"
@@ -55,7 +57,7 @@ _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _SENDABLE: Final = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 
 
-def _depth_ok(value: object) -> bool:
+def depth_ok(value: object) -> bool:
     """Whether ``value`` nests at most ``MAX_DEPTH`` levels (checked without recursion)."""
     stack = [(value, 1)]
     while stack:
@@ -115,7 +117,9 @@ class Exchange:
     def from_json(cls, data: object, where: str) -> Exchange:
         """An exchange from its JSON; ``ValueError`` naming ``where`` and the field when a
         field could not be replayed (a status no server may answer, a header no server
-        may send, a stream body that is no message, nesting past ``MAX_DEPTH``)."""
+        may send, a stream body that is no message, nesting past ``MAX_DEPTH``, an answer
+        of a Messages endpoint that is no Messages response or error envelope:
+        ``answer_shape``)."""
         if not isinstance(data, dict):
             raise ValueError(f"{where}: an exchange is an object with 'request' and 'response'")
         request, response = data.get("request"), data.get("response")
@@ -168,8 +172,11 @@ class Exchange:
                 'delivered ("type": "message") or the error event it ended with '
                 '("type": "error")'
             )
-        if not (_depth_ok(request.get("body")) and _depth_ok(body)):
+        if not (depth_ok(request.get("body")) and depth_ok(body)):
             raise ValueError(f"{where}: a body nests deeper than {MAX_DEPTH} levels")
+        problem = answer_problem(method, path, status, stream, body)
+        if problem is not None:
+            raise ValueError(f"{where}: {problem}")
         return cls(
             method=method,
             path=path,

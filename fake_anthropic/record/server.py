@@ -35,7 +35,15 @@ import h11
 from fake_anthropic.http import ASGIApp
 from fake_anthropic.record._wait import wait_for_wake
 
-__all__ = ["GRACE_SECONDS", "ClientGone", "Limits", "ServedProxy", "run_foreground", "serve"]
+__all__ = [
+    "GRACE_SECONDS",
+    "MAX_BODY",
+    "ClientGone",
+    "Limits",
+    "ServedProxy",
+    "run_foreground",
+    "serve",
+]
 
 log: Final = logging.getLogger("fake_anthropic.record")
 
@@ -47,13 +55,17 @@ LINGER_SECONDS: Final = 2.0
 
 Message = MutableMapping[str, Any]
 
+MAX_BODY: Final = 32 * 1024 * 1024
+"""The largest request body the proxy takes (``Limits.max_body``), and the largest body
+``import-cassette`` inflates from a compressed answer."""
+
 
 @dataclass(frozen=True, slots=True)
 class Limits:
     """What a client may send, and how slowly."""
 
     max_head: int = 64 * 1024
-    max_body: int = 32 * 1024 * 1024
+    max_body: int = MAX_BODY
     head_timeout: float = 30.0
     read_timeout: float = 30.0
     idle_timeout: float = 75.0

@@ -36,7 +36,7 @@ def parse_events(data: bytes) -> list[tuple[str | None, Json]]:
             continue
         try:
             payload = json.loads("\n".join(lines))
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(payload, dict):
             out.append((name, payload))
@@ -73,6 +73,15 @@ def _delta(block: Json, delta: Json, index: int, state: Accumulated) -> None:
             block["encrypted_content"] = delta.get("encrypted_content")
 
 
+def _input(piece: str) -> object:
+    """A tool use's input from its joined ``partial_json``; the text itself if it is not
+    JSON (what loading the recording then names)."""
+    try:
+        return json.loads(piece) if piece.strip() else {}
+    except (ValueError, RecursionError):
+        return piece
+
+
 def accumulate(events: list[tuple[str | None, Json]]) -> Accumulated:
     """The message the events deliver, built as the SDK's stream helper builds it."""
     state = Accumulated()
@@ -97,7 +106,7 @@ def accumulate(events: list[tuple[str | None, Json]]) -> Accumulated:
         elif kind == "content_block_stop" and isinstance(index, int) and index < len(content):
             piece = state._json.pop(index, None)
             if piece is not None:
-                content[index]["input"] = json.loads(piece) if piece.strip() else {}
+                content[index]["input"] = _input(piece)
         elif kind == "message_delta":
             for key, value in (data.get("delta") or {}).items():
                 message[key] = copy.deepcopy(value)

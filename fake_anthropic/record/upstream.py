@@ -31,6 +31,7 @@ __all__ = [
     "IDLE_EXPIRY",
     "READ_TIMEOUT",
     "Headers",
+    "NotSent",
     "Origin",
     "UpstreamError",
     "UpstreamPool",
@@ -58,6 +59,11 @@ Headers = list[tuple[bytes, bytes]]
 class UpstreamError(Exception):
     """The upstream could not be reached, closed or broke the connection, or answered
     something that is not HTTP/1.x."""
+
+
+class NotSent(UpstreamError):
+    """No connection to the upstream could be made: nothing of the request left, so the
+    client may safely send it again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,11 +264,11 @@ class UpstreamPool:
                 CONNECT_TIMEOUT,
             )
         except TimeoutError:
-            raise UpstreamError(
+            raise NotSent(
                 f"connecting to {self.origin.host}:{self.origin.port} timed out"
             ) from None
         except OSError as exc:
-            raise UpstreamError(f"cannot connect: {exc.strerror or exc}") from None
+            raise NotSent(f"cannot connect: {exc.strerror or exc}") from None
         self.opened += 1
         return connection
 

@@ -2,7 +2,8 @@
 (``fake-anthropic serve SCRIPT``, ``ScriptedModel.from_json``) and a recording
 (``fake-anthropic record``, ``ScriptedModel.from_recording``). An editor that knows JSON
 Schema checks a file against them as you write it; the loaders remain the authority
-(they check what a schema cannot, such as a stream body that is no message)."""
+(they check what a schema cannot, such as a header that frames the message, or
+nesting past 128 levels)."""
 
 from __future__ import annotations
 
