@@ -247,6 +247,19 @@ def test_an_unreachable_server_is_the_apis_400_naming_it() -> None:
     assert message.startswith("MCP server 'contextq' at http://127.0.0.1:9/mcp could not be used")
 
 
+def test_an_unusable_servers_url_is_named_without_its_credentials() -> None:
+    """A token in the server URL's query or a password in it never reaches the message."""
+    model = ScriptedModel()
+    model.script(mcp_tool_use("ctx_save", {"content": "x"}, server="contextq"))
+    url = "http://user:S3CRETPW@127.0.0.1:9/mcp?token=T0KENVALUE&x=1"
+    message = refused(model, [server(url, "t")])
+    assert "S3CRETPW" not in message and "T0KENVALUE" not in message, message
+    assert "http://user:***@127.0.0.1:9/mcp?token=***&x=1" in message
+    bad = "ftp://user:S3CRETPW@example.com/mcp?token=T0KENVALUE"
+    message = refused(ScriptedModel(), [server(bad, "t")])
+    assert "S3CRETPW" not in message and "T0KENVALUE" not in message, message
+
+
 def test_a_refused_token_is_the_apis_400_naming_the_server(served: ServedFake) -> None:
     model = ScriptedModel()
     model.script(mcp_tool_use("ctx_save", {"content": "x"}, server="contextq"))

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from fake_anthropic.engine import assumptions as assumed
 from fake_anthropic.engine.errors import Refusal, invalid
+from fake_anthropic.redact import masked_url, scrub_url
 
 Json = dict[str, Any]
 
@@ -110,8 +111,8 @@ def check_url(url: object, where: str) -> str:
     if parts.scheme == "http" and parts.hostname in assumed.MCP_LOOPBACK_HOSTS:
         return url
     raise invalid(
-        f"{where}.url: the MCP server URL must use https (got {url!r}); the scripted model "
-        f"also accepts http:// on {', '.join(assumed.MCP_LOOPBACK_HOSTS)}"
+        f"{where}.url: the MCP server URL must use https (got {masked_url(url)!r}); the "
+        f"scripted model also accepts http:// on {', '.join(assumed.MCP_LOOPBACK_HOSTS)}"
     )
 
 
@@ -383,5 +384,6 @@ def unreachable(server: McpServer, reason: str) -> ServerUnusable:
     return ServerUnusable(
         assumed.MCP_UNREACHABLE_STATUS,
         "invalid_request_error",
-        f"MCP server {server.name!r} at {server.url} could not be used: {reason}",
+        f"MCP server {server.name!r} at {masked_url(server.url)} could not be used: "
+        f"{scrub_url(reason, server.url)}",
     )

@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 
 from fake_anthropic.record.recording import MAX_DEPTH, RESPONSE_HEADERS, Exchange, depth_ok
-from fake_anthropic.record.redact import redact, redact_target, secrets_of
+from fake_anthropic.redact import redact, redact_target, secrets_of
 from fake_anthropic.record.sse_read import accumulate, parse_events
 
 

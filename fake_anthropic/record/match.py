@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 from fake_anthropic.engine import assumptions as assumed
-from fake_anthropic.record.redact import REDACTED, is_credential_field
+from fake_anthropic.redact import REDACTED, is_credential_field
 
 Json = dict[str, Any]
 MatchMode = Literal["strict", "order"]

@@ -11,14 +11,14 @@ unchanged, status, headers and body: an event stream chunk by chunk as it arrive
 answer whole, with its ``content-length`` (``_pass_on``). Served by ``record.server`` (h11).
 Once the answer is complete and the client has it, the exchange is appended to the recording
 (``record.recording.RecordingFile``, which writes it on its own thread, so the client never
-waits for the disk), with credentials removed (``record.redact``). An answer that broke off,
+waits for the disk), with credentials removed (``fake_anthropic.redact``). An answer that broke off,
 or whose client went away before it had all of it, is not recorded (a client that retries is
 then recorded once); an upstream that cannot be reached, or that closed the connection
 before answering, answers 502 ``api_error`` (not recorded either), with ``x-should-retry:
 true`` only when no connection was made (nothing was sent). An answer replay could not
 serve (``record.answer_shape``) is not recorded and counts as a failure. A target with a raw
 ``#`` is a 400. The proxy's own answers are in the API's error envelope. The upstream URL is
-shown masked (``record.redact.masked_url``) in every message.
+shown masked (``fake_anthropic.redact.masked_url``) in every message.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from fake_anthropic.record.answers import (
 )
 from fake_anthropic.record.capture import exchange_of
 from fake_anthropic.record.recording import Exchange, RecordingFile
-from fake_anthropic.record.redact import masked_url, redact_target, scrub_url, secrets_of
+from fake_anthropic.redact import masked_url, redact_target, scrub_url, secrets_of
 from fake_anthropic.record.server import ClientGone
 from fake_anthropic.record.upstream import (
     Headers,
