@@ -1,6 +1,6 @@
 """Every code block of the documentation runs as a test: the site (``docs/``), the README,
-``examples/agent/README.md``. Each block carries, on the line before it, a comment saying
-how it is tested:
+each example's (``examples/*/README.md``). Each block carries, on the line before it, a
+comment saying how it is tested:
 
 - ``<!-- test: pytest -->``: a test module, run by pytest with the plugin; every test in
   it passes. ``conftest``: a ``conftest.py``, which must load the plugin by itself.
@@ -62,7 +62,7 @@ PAGES = sorted(
     [
         ROOT / "README.md",
         ROOT / "CHANGELOG.md",
-        ROOT / "examples" / "agent" / "README.md",
+        *(ROOT / "examples").glob("*/README.md"),
         *(ROOT / "docs").rglob("*.md"),
     ]
 )
