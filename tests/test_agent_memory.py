@@ -14,7 +14,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from adapter import ContextQClient, wire
+from adapter import ContextQClient, ContextQError, wire
 from adapter.agent_memory import (
     ContextQAgentMemory,
     LocalAgentMemory,
@@ -399,3 +399,28 @@ def test_mcp_gives_the_same_results_as_rest(fake: FakeContextQ, tmp_path: Path) 
         finally:
             made.close()
     assert seen[0] == seen[1]
+
+
+# ----- answers no server should send ---------------------------------------------------------
+
+KEY = "sk_live_" + "a" * 40
+
+
+def _rest_on(handler: Callable[[httpx2.Request], httpx2.Response], **options: Any) -> Any:
+    """A REST backend whose every request ``handler`` answers (no fake, no socket)."""
+    http = httpx2.Client(transport=httpx2.MockTransport(handler), base_url="http://cq.test")
+    api = ContextQClient(KEY, http_client=http, max_retries=0)
+    return ContextQAgentMemory(api, WORKSPACE, **options)
+
+
+def test_an_answer_nested_too_deep_is_a_clear_counted_failure() -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    memory = _rest_on(lambda _: httpx2.Response(200, content=deep))
+    assert _exercise(memory) == [None, [], None, None, [], "", None, None, None]
+    assert memory.failures
+    assert all("the answer nests deeper than" in f.message for f in memory.failures)
+    with pytest.raises(ContextQError, match=r"unexpected answer body .*nests deeper than 264"):
+        memory.remote.client.list_workspaces()
+    nested_error = httpx2.Response(500, content=b'{"error":' * 5_000 + b"1" + b"}" * 5_000)
+    with pytest.raises(ContextQError, match="500"):
+        _rest_on(lambda _: nested_error).remote.client.list_workspaces()
