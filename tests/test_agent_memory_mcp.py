@@ -5,6 +5,9 @@ closing never raises, and nothing keeps the agent's process alive."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -89,6 +92,48 @@ def test_closing_after_the_server_died_never_raises(served: ServedFake, key: str
     memory.close()
     session.close()  # twice: nothing left to close
     assert time.monotonic() - started < 2.0 + 1.0
+
+
+AGENT = """
+import sys
+from adapter.agent_memory import select_agent_memory
+
+memory = select_agent_memory()
+print(type(memory).__name__, flush=True)
+sys.stdin.readline()  # the test makes the next answer slow
+print(memory.list_records(), len(memory.failures), flush=True)
+# no close(): the interpreter must still exit
+"""
+
+
+@pytest.mark.slow  # a subprocess: not in --quick
+def test_a_program_that_never_closes_exits_promptly_after_a_slow_answer(
+    fake: FakeContextQ, served: ServedFake, key: str
+) -> None:
+    env = {
+        **os.environ,
+        "CONTEXTQ_MEMORY_BACKEND": "mcp",
+        "CONTEXT_API_URL": served.url,
+        "CONTEXT_API_KEY": key,
+        "CONTEXTQ_WORKSPACE": WORKSPACE,
+        "CONTEXTQ_MEMORY_TIMEOUT": "2",
+    }
+    agent = subprocess.Popen(
+        [sys.executable, "-c", AGENT], env=env, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert agent.stdin is not None and agent.stdout is not None
+        assert agent.stdout.readline().strip() == "McpAgentMemory"
+        # slower than the deadline, and than the 5 s read timeout the client once had
+        fake.faults.inject("POST", wire.MCP_PATH, delay=6.0, times=1)
+        agent.stdin.write("go\n")
+        agent.stdin.flush()
+        assert agent.stdout.readline().strip() == "[] 1"
+        assert agent.wait(timeout=3) == 0  # it hung here for good, once
+    finally:
+        agent.kill()
+        agent.wait()
 
 
 # ----- a tool result of any shape is a counted failure -----------------------------------
