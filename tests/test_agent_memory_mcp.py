@@ -59,7 +59,10 @@ def _stored(fake: FakeContextQ, key: str, run_id: str) -> bool:
 
 @pytest.mark.parametrize(
     ("fault", "options"),
-    [({"drop": True}, {}), ({"delay": 3.0}, {"timeout": 1.0})],
+    [
+        ({"drop": True}, {}),
+        pytest.param({"delay": 3.0}, {"timeout": 1.0}, marks=pytest.mark.slow),  # waits 1 s
+    ],
     ids=["dropped-connection", "answer-past-the-deadline"],
 )
 def test_after_a_broken_session_the_next_write_is_stored(
@@ -253,6 +256,7 @@ def test_a_text_only_tool_error_keeps_its_status_and_code(fake: FakeContextQ, ke
     memory.close()
 
 
+@pytest.mark.slow  # waits for a deadline: not in --quick
 def test_the_client_answers_after_its_deadline_with_a_fresh_session(
     fake: FakeContextQ, served: ServedFake, key: str
 ) -> None:
