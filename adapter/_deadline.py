@@ -3,18 +3,22 @@ server does (a hang, a byte a second), and the clients below it read what is lef
 (``remaining``) so that their requests stop at the deadline too.
 
 Per-read timeouts cannot bound a call: a server that drips a byte a second answers every
-read in time. So the call runs on a daemon thread and the caller waits for it at most
-``seconds``; a call still running then is left behind (its requests stop at the deadline
-where the client can tell, and a daemon thread never keeps the process alive).
+read in time. So the call runs on a daemon thread (kept for the next calls) and the caller
+waits for it at most ``seconds``; a call still running then is left behind (its requests
+stop at the deadline where the client can tell, and a daemon thread never keeps the
+process alive).
 """
 
 from __future__ import annotations
 
 import contextvars
 import math
+import os
+import queue
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TypeVar
 
 from adapter import errors
@@ -64,6 +68,7 @@ def run_within(seconds: float | None, call: Callable[[], T], what: str) -> T:
         return call()
     at = time.monotonic() + seconds
     outcome: list[tuple[bool, object]] = []
+    done = threading.Event()
 
     def work() -> None:
         _DEADLINE.set(at)
@@ -71,12 +76,12 @@ def run_within(seconds: float | None, call: Callable[[], T], what: str) -> T:
             outcome.append((True, call()))
         except BaseException as exc:  # handed to the caller, or dropped if it left
             outcome.append((False, exc))
+        finally:
+            done.set()
 
     context = contextvars.copy_context()  # the caller's context vars, plus the deadline
-    worker = threading.Thread(target=context.run, args=(work,), name=f"adapter:{what}", daemon=True)
-    worker.start()
-    worker.join(seconds + GRACE)
-    if not outcome:
+    _WORKERS.run(partial(context.run, work))
+    if not done.wait(seconds + GRACE):
         raise errors.ContextQTimeoutError(
             f"{what} did not finish within its deadline of {seconds:g} s"
         )
@@ -85,3 +90,45 @@ def run_within(seconds: float | None, call: Callable[[], T], what: str) -> T:
         return value  # type: ignore[return-value]
     assert isinstance(value, BaseException)
     raise value
+
+
+class _Workers:
+    """Daemon threads that run the calls: an idle one takes the next, another starts when
+    none is idle (one left behind by a call past its deadline is busy until it ends), and
+    one idle for ``IDLE`` seconds ends."""
+
+    IDLE = 30.0
+
+    def __init__(self) -> None:
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)  # a child has none of the threads
+
+    def _reset(self) -> None:
+        self._calls: queue.SimpleQueue[Callable[[], object]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def run(self, call: Callable[[], object]) -> None:
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+            else:
+                threading.Thread(target=self._work, name="adapter-deadline", daemon=True).start()
+            self._calls.put(call)
+
+    def _work(self) -> None:
+        while True:
+            try:
+                call = self._calls.get(timeout=self.IDLE)
+            except queue.Empty:
+                with self._lock:
+                    if self._calls.empty() and self._idle:
+                        self._idle -= 1
+                        return
+                continue
+            call()
+            with self._lock:
+                self._idle += 1
+
+
+_WORKERS = _Workers()
