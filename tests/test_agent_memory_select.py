@@ -225,8 +225,10 @@ def test_strict_raises_for_a_refused_key(tmp_path: Path, served: tuple[ServedFak
     from adapter.errors import AuthenticationError
 
     env = _env(served, "contextq", CONTEXT_API_KEY="sk_live_" + "0" * 40)
-    with pytest.raises(AuthenticationError, match=r"cannot be used: .*401"):
+    said = r"ContextQ at http://\S+ cannot be used: GET /api/workspaces: Unknown API key"
+    with pytest.raises(AuthenticationError, match=said) as refused:
         select_agent_memory(env, directory=tmp_path, strict=True)
+    assert (refused.value.status, refused.value.code) == (401, "unauthorized")
 
 
 SECRET = "hunter2-7f3a9c"

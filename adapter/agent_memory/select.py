@@ -25,11 +25,12 @@ DEFAULT_DIRECTORY: Final = Path(".agent-memory")
 
 
 class _Unusable(Exception):
-    """Why the configured backend cannot be used: a ``ValueError`` (configuration) or a
-    ``ContextQError`` (the service) to raise when strict; the message is already masked."""
+    """Why the configured backend cannot be used (masked, for the log line), and the
+    error to raise when strict: a ``ValueError`` (configuration) or a ``ContextQError``
+    (the service)."""
 
-    def __init__(self, error: Exception) -> None:
-        super().__init__(str(error))
+    def __init__(self, error: Exception, why: str | None = None) -> None:
+        super().__init__(str(error) if why is None else why)
         self.error = error
 
 
@@ -115,11 +116,11 @@ def _probe(probe: Callable[[], object], seconds: float, what: str, key: str) -> 
     """Run the probe within the deadline; any failure is ``_Unusable``, saying ``what``."""
     try:
         _deadline.run_within(seconds, probe, "the probe")
-    except ContextQError as exc:
-        error: ContextQError = type(exc)(
-            _masked(f"{what} cannot be used: {exc}", key), status=exc.status, code=exc.code
-        )
-        raise _Unusable(error) from None
+    except ContextQError as exc:  # the same class, status and code, saying where
+        where = f"{exc.method} {exc.path}: " if exc.method and exc.path else ""
+        said = _masked(f"{what} cannot be used: {where}{exc.message}", key)
+        error = type(exc)(said, status=exc.status, code=exc.code, details=exc.details)
+        raise _Unusable(error, _masked(f"{what} cannot be used: {exc}", key)) from None
     except Exception as exc:  # any failure to connect or to speak MCP
         said = str(exc) or type(exc).__name__
         error = ContextQConnectionError(_masked(f"{what} cannot be used: {said}", key))
