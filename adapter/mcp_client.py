@@ -189,9 +189,12 @@ class _Session:
             async with connect() as client:
                 self.ready.set_result(client)
                 await self._stop.wait()
-        except Exception as exc:  # a handshake that failed, or a session that broke
+        except anyio.get_cancelled_exc_class():
+            raise  # dropped or closed: the loop's business
+        except BaseException as exc:  # a handshake that failed, or a session that broke
             if not self.ready.done():
-                self.ready.set_exception(exc)
+                failed = exc if isinstance(exc, Exception) else ConnectionError(repr(exc))
+                self.ready.set_exception(failed)
             LOG.debug("MCP session ended: %s", redact(str(exc)))
         finally:
             if not self.ready.done():  # cancelled before it opened
