@@ -6,6 +6,7 @@ Both clients execute these plans; neither knows a route or a field name of its o
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,9 @@ T = TypeVar("T")
 RETRY_BACKOFF = 0.5  # seconds before the first retry (then doubling, with full jitter)
 RETRY_BACKOFF_CAP = 8.0
 RETRY_AFTER_MAX = 30.0  # a longer Retry-After is not waited for: the call fails at once
+# An answer nests a stored value (metadata, a checkpoint's state: at most
+# wire.MAX_JSON_DEPTH deep) a few levels down its envelope; anything deeper is refused.
+MAX_ANSWER_DEPTH = wire.MAX_JSON_DEPTH + 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +107,35 @@ def _none(_: httpx2.Response) -> None:
     return None
 
 
+def loads(raw: bytes | str) -> Any:
+    """An answer's JSON, its nesting bounded (``MAX_ANSWER_DEPTH``): ``ValueError`` when it
+    is not JSON or nests deeper, never the ``RecursionError`` Python's json raises for
+    nesting past its recursion limit. Both clients read every answer through here, and the
+    MCP client reads a tool's text through here."""
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        value = None
+    else:
+        if not _too_deep(value):
+            return value
+    raise ValueError(f"the answer nests deeper than {MAX_ANSWER_DEPTH} levels")
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether arrays and objects nest deeper than ``MAX_ANSWER_DEPTH`` (iteratively)."""
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_ANSWER_DEPTH:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
 def _json(response: httpx2.Response) -> Any:
-    return response.json()
+    return loads(response.content)
 
 
 # ----- contexts -----
@@ -138,7 +169,7 @@ def create_context(
         workspace=workspace,
         metadata=None if metadata is None else dict(metadata),
     )
-    return Call.to(wire.Routes.CREATE_CONTEXT, lambda r: Context.from_wire(r.json()), json=body)
+    return Call.to(wire.Routes.CREATE_CONTEXT, lambda r: Context.from_wire(_json(r)), json=body)
 
 
 def list_contexts(
@@ -153,7 +184,7 @@ def list_contexts(
     params = wire.list_params(workspace=workspace, tag=tag, type=type, limit=limit, offset=offset)
     return Call.to(
         wire.Routes.LIST_CONTEXTS,
-        lambda r: ContextPage.from_wire(r.json()),
+        lambda r: ContextPage.from_wire(_json(r)),
         params=params,
         retryable=True,
     )
@@ -167,7 +198,7 @@ def list_context_keys(
     params = wire.list_params(workspace=workspace, tag=tag, type=None, limit=limit, offset=offset)
     return Call.to(
         wire.Routes.LIST_CONTEXTS,
-        lambda r: wire.read_keys(r.json()),
+        lambda r: wire.read_keys(_json(r)),
         params=params,
         retryable=True,
     )
@@ -176,7 +207,7 @@ def list_context_keys(
 def get_context(context_id: int) -> Call[Context]:
     return Call.to(
         wire.Routes.GET_CONTEXT,
-        lambda r: Context.from_wire(r.json()),
+        lambda r: Context.from_wire(_json(r)),
         retryable=True,
         context_id=int(context_id),
     )
@@ -186,7 +217,7 @@ def get_context_by_external_id(external_id: str) -> Call[Context]:
     sendable(external_id=external_id)
     return Call.to(
         wire.Routes.GET_CONTEXT_BY_EXTERNAL,
-        lambda r: Context.from_wire(r.json()),
+        lambda r: Context.from_wire(_json(r)),
         retryable=True,
         external_id=external_id,
     )
@@ -197,7 +228,7 @@ def update_context(context_id: int, fields: Mapping[str, Any]) -> Call[Context]:
     body = context_body(**dict(fields), keep_none=("external_id", "workspace", "metadata"))
     return Call.to(
         wire.Routes.UPDATE_CONTEXT,
-        lambda r: Context.from_wire(r.json()),
+        lambda r: Context.from_wire(_json(r)),
         json=body,
         retryable=True,
         context_id=int(context_id),
@@ -214,7 +245,7 @@ def bulk_upsert(items: Iterable[ContextInput | Mapping[str, Any]]) -> Call[BulkU
     rows = [i.to_wire() if isinstance(i, ContextInput) else context_body(**i) for i in items]
     return Call.to(
         wire.Routes.BULK_UPSERT,
-        lambda r: BulkUpsertResult.from_wire(r.json()),
+        lambda r: BulkUpsertResult.from_wire(_json(r)),
         json=wire.bulk_body(rows),
         retryable=True,
     )
@@ -226,7 +257,7 @@ def bulk_upsert(items: Iterable[ContextInput | Mapping[str, Any]]) -> Call[BulkU
 def list_workspaces() -> Call[list[Workspace]]:
     return Call.to(
         wire.Routes.LIST_WORKSPACES,
-        lambda r: [Workspace.from_wire(w) for w in wire.read_items(r.json())],
+        lambda r: [Workspace.from_wire(w) for w in wire.read_items(_json(r))],
         retryable=True,
     )
 
@@ -234,14 +265,14 @@ def list_workspaces() -> Call[list[Workspace]]:
 def create_workspace(slug: str, name: str | None) -> Call[Workspace]:
     sendable(slug=slug, name=name)
     body = wire.workspace_body(slug, name)
-    return Call.to(wire.Routes.CREATE_WORKSPACE, lambda r: Workspace.from_wire(r.json()), json=body)
+    return Call.to(wire.Routes.CREATE_WORKSPACE, lambda r: Workspace.from_wire(_json(r)), json=body)
 
 
 def archive_workspace(slug: str) -> Call[Workspace]:
     sendable(slug=slug)
     return Call.to(
         wire.Routes.ARCHIVE_WORKSPACE,
-        lambda r: Workspace.from_wire(r.json()),
+        lambda r: Workspace.from_wire(_json(r)),
         retryable=True,
         slug=slug,
     )
@@ -267,7 +298,7 @@ def search(
     body = wire.search_body(query, type=type, workspace=workspace, tags=tags, limit=limit)
     return Call.to(
         wire.Routes.SEARCH,
-        lambda r: SearchResult.many_from_wire(r.json()),
+        lambda r: SearchResult.many_from_wire(_json(r)),
         json=body,
         retryable=True,
     )
@@ -294,8 +325,8 @@ def finish(call: Call[T], response: httpx2.Response) -> T:
 def error_for(call: Call[Any], response: httpx2.Response) -> errors.ContextQError:
     body: Any
     try:
-        body = response.json()
-    except (ValueError, UnicodeDecodeError):
+        body = _json(response)
+    except ValueError:  # UnicodeDecodeError is one
         body = None
     code: str | None = None
     message = response.reason_phrase or "error"
@@ -376,13 +407,13 @@ def start_session(
         parent_session_id=parent_session_id,
         metadata=None if metadata is None else dict(metadata),
     )
-    return Call.to(wire.Routes.START_SESSION, lambda r: AgentSession.from_wire(r.json()), json=body)
+    return Call.to(wire.Routes.START_SESSION, lambda r: AgentSession.from_wire(_json(r)), json=body)
 
 
 def get_session(session_id: int) -> Call[AgentSession]:
     return Call.to(
         wire.Routes.GET_SESSION,
-        lambda r: AgentSession.from_wire(r.json()),
+        lambda r: AgentSession.from_wire(_json(r)),
         retryable=True,
         session_id=int(session_id),
     )
@@ -392,7 +423,7 @@ def end_session(session_id: int, status: str, summary: str | None) -> Call[Agent
     sendable(status=status, summary=summary)
     return Call.to(
         wire.Routes.END_SESSION,
-        lambda r: AgentSession.from_wire(r.json()),
+        lambda r: AgentSession.from_wire(_json(r)),
         json=_body(status=status, summary=summary),
         session_id=int(session_id),
     )
@@ -405,7 +436,7 @@ def checkpoint(
     # Never retried: a lost answer to a stored checkpoint would come back as seq_conflict.
     return Call.to(
         wire.Routes.CHECKPOINT,
-        lambda r: Checkpoint.from_wire(r.json()),
+        lambda r: Checkpoint.from_wire(_json(r)),
         json=_body(seq=seq, state=dict(state), summary=summary),
         session_id=int(session_id),
     )
@@ -414,7 +445,7 @@ def checkpoint(
 def resume(session_id: int) -> Call[Resume]:
     return Call.to(
         wire.Routes.RESUME,
-        lambda r: Resume.from_wire(r.json()),
+        lambda r: Resume.from_wire(_json(r)),
         retryable=True,
         session_id=int(session_id),
     )
@@ -431,7 +462,7 @@ def upsert_task(
     sendable(key=key, title=title, status=status, parent_key=parent_key, evidence=evidence)
     return Call.to(
         wire.Routes.UPSERT_TASK,
-        lambda r: AgentTask.from_wire(r.json()),
+        lambda r: AgentTask.from_wire(_json(r)),
         json=_body(
             session_id=session_id,
             key=key,
@@ -448,7 +479,7 @@ def tick_task(task_id: int, evidence: str) -> Call[AgentTask]:
     sendable(evidence=evidence)
     return Call.to(
         wire.Routes.TICK_TASK,
-        lambda r: AgentTask.from_wire(r.json()),
+        lambda r: AgentTask.from_wire(_json(r)),
         json={"evidence": evidence},
         retryable=True,
         task_id=int(task_id),
@@ -458,7 +489,7 @@ def tick_task(task_id: int, evidence: str) -> Call[AgentTask]:
 def list_tasks(session_id: int) -> Call[list[AgentTask]]:
     return Call.to(
         wire.Routes.LIST_TASKS,
-        lambda r: [AgentTask.from_wire(t) for t in wire.read_items(r.json())],
+        lambda r: [AgentTask.from_wire(t) for t in wire.read_items(_json(r))],
         retryable=True,
         session_id=int(session_id),
     )
@@ -470,7 +501,7 @@ def add_lesson(
     sendable(text=text, workspace=workspace, tags=tags)
     return Call.to(
         wire.Routes.ADD_LESSON,
-        lambda r: Lesson.from_wire(r.json()),
+        lambda r: Lesson.from_wire(_json(r)),
         json=_body(text=text, workspace=workspace, session_id=session_id, tags=list(tags) or None),
     )
 
@@ -479,7 +510,7 @@ def handoff(session_id: int | None, workspace: str | None) -> Call[Handoff]:
     sendable(workspace=workspace)
     return Call.to(
         wire.Routes.HANDOFF,
-        lambda r: Handoff.from_wire(r.json()),
+        lambda r: Handoff.from_wire(_json(r)),
         json=_body(session_id=session_id, workspace=workspace),
     )
 
@@ -488,7 +519,7 @@ def boot(goal: str, workspace: str | None, token_budget: int | None) -> Call[Boo
     sendable(goal=goal, workspace=workspace)
     return Call.to(
         wire.Routes.BOOT,
-        lambda r: BootPack.from_wire(r.json()),
+        lambda r: BootPack.from_wire(_json(r)),
         json=_body(goal=goal, workspace=workspace, token_budget=token_budget),
         retryable=True,
     )  # read-only

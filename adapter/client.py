@@ -17,7 +17,7 @@ from typing import Any, Self, TypeGuard, TypeVar
 
 import httpx2
 
-from adapter import _api, errors, wire
+from adapter import _api, _deadline, errors, wire
 from adapter._tls import default_ssl_context
 from adapter.types import (
     AgentSession,
@@ -192,6 +192,22 @@ class _Options:
             return _api.finish(call, response)
 
 
+def _within_deadline(call: _api.Call[Any], timeout: Any) -> Any:
+    """The request's timeouts cut to what the deadline of the call in progress leaves (see
+    ``adapter._deadline``); none left is a ``ContextQTimeoutError`` before it is sent."""
+    left = _deadline.remaining()
+    if left is None:
+        return timeout
+    if left <= 0:
+        raise errors.ContextQTimeoutError(
+            "no time left before the call's deadline", method=call.method, path=call.path
+        )
+    limits = httpx2.Timeout(timeout)
+    cut = [left if t is None else min(t, left) for t in (limits.connect, limits.read,
+                                                           limits.write, limits.pool)]  # fmt: skip
+    return httpx2.Timeout(connect=cut[0], read=cut[1], write=cut[2], pool=cut[3])
+
+
 class ContextQClient:
     """A typed client for ContextQ's HTTP API.
 
@@ -236,11 +252,11 @@ class ContextQClient:
         while True:
             if delay:
                 _sleep(delay)
+            kwargs = self._opts.request_kwargs(call)  # and, within a deadline, stop at it
+            kwargs["timeout"] = _within_deadline(call, kwargs.get("timeout", self._http.timeout))
             outcome: httpx2.Response | httpx2.RequestError
             try:
-                outcome = self._http.request(
-                    call.method, self._opts.url(call.path), **self._opts.request_kwargs(call)
-                )
+                outcome = self._http.request(call.method, self._opts.url(call.path), **kwargs)
             except httpx2.RequestError as exc:  # transport failures and undecodable bodies
                 outcome = exc
             try:

@@ -14,17 +14,29 @@ _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s/?#@:]*:)[^\s/?#]*@
 _KEYWORD_PASSWORD = re.compile(
     r"""(?i)\b((?:pg)?pass(?:word|wd)?\s*=\s*)('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|[^\s&#;'"]+)"""
 )
+#: ``?token=...``, ``&api_key=...``: a query parameter whose name says it holds a credential
+#: (``key``, ``token``, ``secret``, ``sig``..., alone or after ``_``, ``.``, ``-``: not
+#: ``max_tokens``), its value to ``&``, ``#``, a space or a quote.
+_QUERY_SECRET = re.compile(
+    r"""(?i)([?&](?:[\w.~%-]*[_.-])?(?:key|apikey|token|accesstoken|auth|authorization"""
+    r"""|secret|password|passwd|pwd|sig|signature|credentials?)=)[^&#\s'"]+"""
+)
+#: A URL's fragment (``#...``), which may carry a token (OAuth's implicit flow does).
+_URL_FRAGMENT = re.compile(r"""(?i)(\b[a-z][a-z0-9+.\-]*://[^\s#'"]*)#[^\s'"]+""")
 #: A ContextQ API key (``sk_live_`` and its secret part).
 _API_KEY = re.compile(r"\b(sk_live_)[0-9A-Za-z]+")
 REDACTED = "***"
 
 
 def redact(text: str) -> str:
-    """``text`` with every secret this project handles masked: an API key, and a database
-    or URL password in any form it is written in (``user:pw@``, ``?password=``,
-    ``password=...`` of a libpq DSN). For messages, reprs and log lines."""
+    """``text`` with every secret this project handles masked: an API key, a database or
+    URL password in any form it is written in (``user:pw@``, ``?password=``,
+    ``password=...`` of a libpq DSN), a URL's credential-named query values (``?token=``)
+    and its fragment. For messages, reprs and log lines."""
     text = _URL_PASSWORD.sub(rf"\1{REDACTED}@", text)
     text = _KEYWORD_PASSWORD.sub(rf"\1{REDACTED}", text)
+    text = _QUERY_SECRET.sub(rf"\1{REDACTED}", text)
+    text = _URL_FRAGMENT.sub(rf"\1#{REDACTED}", text)
     return _API_KEY.sub(rf"\1{REDACTED}", text)
 
 

@@ -560,10 +560,20 @@ MCP_ERROR_PREFIX: Final = "ContextQ"  # [assumed] a tool error's text opens with
 _MCP_ERROR_STATUS: Final = re.compile(rf"{MCP_ERROR_PREFIX} (\d{{3}}) ")
 
 
+_MCP_ERROR_CODE: Final = re.compile(rf"{MCP_ERROR_PREFIX} \d{{3}} ([a-z][a-z0-9_]*):")
+
+
 def mcp_error_status(text: str) -> int | None:
     """The REST status a tool error's text names (``mcp_error_text``'s), or None."""
     found = _MCP_ERROR_STATUS.match(text)
     return int(found.group(1)) if found else None
+
+
+def mcp_error_code(text: str) -> str | None:
+    """The error code a tool error's text names (``mcp_error_text``'s), or None: what a
+    client reads when the result carries no structured error body."""
+    found = _MCP_ERROR_CODE.match(text)
+    return found.group(1) if found else None
 
 
 def mcp_error_text(status: int, body: Mapping[str, Any]) -> str:

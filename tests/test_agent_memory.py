@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from adapter import ContextQClient, wire
+from adapter import ContextQClient, ContextQError, wire
 from adapter.agent_memory import (
     ContextQAgentMemory,
     LocalAgentMemory,
@@ -399,3 +400,52 @@ def test_mcp_gives_the_same_results_as_rest(fake: FakeContextQ, tmp_path: Path) 
         finally:
             made.close()
     assert seen[0] == seen[1]
+
+
+# ----- answers no server should send, and servers that never finish -------------------------
+
+KEY = "sk_live_" + "a" * 40
+
+
+def _rest_on(handler: Callable[[httpx2.Request], httpx2.Response], **options: Any) -> Any:
+    """A REST backend whose every request ``handler`` answers (no fake, no socket)."""
+    http = httpx2.Client(transport=httpx2.MockTransport(handler), base_url="http://cq.test")
+    api = ContextQClient(KEY, http_client=http, max_retries=0)
+    return ContextQAgentMemory(api, WORKSPACE, **options)
+
+
+def test_an_answer_nested_too_deep_is_a_clear_counted_failure() -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    memory = _rest_on(lambda _: httpx2.Response(200, content=deep))
+    assert _exercise(memory) == [None, [], None, None, [], "", None, None, None]
+    assert memory.failures
+    assert all("the answer nests deeper than" in f.message for f in memory.failures)
+    with pytest.raises(ContextQError, match=r"unexpected answer body .*nests deeper than 264"):
+        memory.remote.client.list_workspaces()
+    nested_error = httpx2.Response(500, content=b'{"error":' * 5_000 + b"1" + b"}" * 5_000)
+    with pytest.raises(ContextQError, match="500"):
+        _rest_on(lambda _: nested_error).remote.client.list_workspaces()
+
+
+def test_a_server_that_never_finishes_answering_is_left_at_the_deadline() -> None:
+    """A byte every 0.2 s: every read is answered in time, the answer never ends (until
+    the test is long over); the whole call still returns at its deadline."""
+
+    def drip() -> Iterator[bytes]:
+        for _ in range(40):
+            time.sleep(0.2)
+            yield b" "
+
+    memory = _rest_on(lambda _: httpx2.Response(200, content=drip()), timeout=0.5)
+    for call in (lambda: memory.write_record(run("d1")), memory.list_records):
+        started = time.monotonic()
+        assert call() in (None, [])
+        assert time.monotonic() - started < 0.5 + 1.0
+    assert [f.code for f in memory.failures] == ["ContextQTimeoutError"] * 2
+    assert "did not finish within its deadline of 0.5 s" in memory.failures[0].message
+
+
+def test_a_deadline_must_be_a_positive_number_of_seconds() -> None:
+    for bad in (0, -1, float("inf"), float("nan"), "5", True):
+        with pytest.raises(ValueError, match="timeout must be a finite number of seconds"):
+            _rest_on(lambda _: httpx2.Response(200), timeout=bad)

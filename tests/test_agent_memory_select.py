@@ -6,10 +6,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from adapter import wire
+from adapter import ContextQError, wire
 from adapter.agent_memory import (
     ContextQAgentMemory,
     LocalAgentMemory,
@@ -18,6 +19,7 @@ from adapter.agent_memory import (
     RunRecord,
     select_agent_memory,
 )
+from adapter.mcp_client import SyncMcpClient
 from fake_contextq import FakeContextQ, ServedFake
 
 
@@ -185,3 +187,114 @@ def test_a_run_killed_between_checkpoints_resumes_in_the_next_process(
         assert memory.failures == []
     finally:
         _close(memory)
+
+
+# ----- strict raises; nothing secret is shown; the probe's deadline ------------------------
+
+UNREACHABLE = {
+    "CONTEXT_API_URL": "http://127.0.0.1:9",
+    "CONTEXT_API_KEY": "sk_live_" + "a" * 40,
+    "CONTEXTQ_WORKSPACE": "agents",
+}
+
+
+def test_strict_raises_for_an_unknown_backend_naming_the_valid_ones(tmp_path: Path) -> None:
+    env = {"CONTEXTQ_MEMORY_BACKEND": "contextqq", **UNREACHABLE}
+    with pytest.raises(ValueError, match=r"'contextqq' is none of local, contextq, mcp"):
+        select_agent_memory(env, directory=tmp_path, strict=True)
+    assert not tmp_path.joinpath("r1.json").exists()
+
+
+@pytest.mark.parametrize("backend", ["contextq", "mcp"])
+def test_strict_raises_for_missing_values_naming_them(tmp_path: Path, backend: str) -> None:
+    env = {"CONTEXTQ_MEMORY_BACKEND": backend, "CONTEXT_API_URL": "http://127.0.0.1:9"}
+    with pytest.raises(ValueError, match=f"{backend} needs CONTEXT_API_KEY, CONTEXTQ_WORKSPACE"):
+        select_agent_memory(env, directory=tmp_path, strict=True)
+
+
+@pytest.mark.parametrize("backend", ["contextq", "mcp"])
+def test_strict_raises_for_an_unreachable_service_naming_it(tmp_path: Path, backend: str) -> None:
+    from adapter.errors import ContextQConnectionError
+
+    env = {"CONTEXTQ_MEMORY_BACKEND": backend, **UNREACHABLE}
+    with pytest.raises(ContextQConnectionError, match=r"at http://127\.0\.0\.1:9.* cannot be used"):
+        select_agent_memory(env, directory=tmp_path, strict=True)
+
+
+def test_strict_raises_for_a_refused_key(tmp_path: Path, served: tuple[ServedFake, str]) -> None:
+    from adapter.errors import AuthenticationError
+
+    env = _env(served, "contextq", CONTEXT_API_KEY="sk_live_" + "0" * 40)
+    said = r"ContextQ at http://\S+ cannot be used: GET /api/workspaces: Unknown API key"
+    with pytest.raises(AuthenticationError, match=said) as refused:
+        select_agent_memory(env, directory=tmp_path, strict=True)
+    assert (refused.value.status, refused.value.code) == (401, "unauthorized")
+
+
+SECRET = "hunter2-7f3a9c"
+TOKEN = "tok-51d0e8b2"
+
+
+@pytest.mark.parametrize(
+    ("backend", "more"),
+    [
+        ("mcp", {"CONTEXTQ_MCP_URL": f"http://me:{SECRET}@127.0.0.1:9/mcp?token={TOKEN}#{TOKEN}"}),
+        ("mcp", {"CONTEXT_API_URL": f"http://me:{SECRET}@127.0.0.1:9"}),
+        ("contextq", {"CONTEXT_API_URL": f"http://127.0.0.1:9/?token={TOKEN}"}),
+        ("contextq", {"CONTEXT_API_URL": f"http://me:{SECRET}@127.0.0.1:9"}),
+        ("contextq", {"CONTEXT_API_URL": f"http://127.0.0.1:9/#{TOKEN}"}),
+    ],
+    ids=["mcp-url", "mcp-api-url", "token-query", "password", "fragment"],
+)
+def test_no_log_line_or_error_shows_a_password_token_or_key(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, backend: str, more: dict[str, str]
+) -> None:
+    key = UNREACHABLE["CONTEXT_API_KEY"]
+    env = {"CONTEXTQ_MEMORY_BACKEND": backend, **UNREACHABLE, **more}
+    with caplog.at_level(logging.DEBUG):
+        assert isinstance(select_agent_memory(env, directory=tmp_path), LocalAgentMemory)
+    assert SECRET not in caplog.text and TOKEN not in caplog.text and key[8:] not in caplog.text
+    assert "***" in caplog.text
+    with pytest.raises((ValueError, ContextQError)) as raised:
+        select_agent_memory(env, directory=tmp_path, strict=True)
+    for text in (str(raised.value), repr(raised.value)):
+        assert SECRET not in text and TOKEN not in text and key[8:] not in text, text
+    assert "***" in str(raised.value)
+
+
+def test_failures_and_their_log_lines_show_no_token(
+    served: tuple[ServedFake, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    running, key = served
+    url = running.url + wire.MCP_PATH + f"?token={TOKEN}"
+    with caplog.at_level(logging.WARNING, logger="adapter.agent_memory"):
+        memory = McpAgentMemory(SyncMcpClient(url, api_key=key), "agents", timeout=2.0)
+        running.stop()  # every call now fails, with whatever the transport says
+        assert memory.list_records() == []
+        memory.close()
+    assert memory.failures
+    texts = [caplog.text, *(f.message for f in memory.failures)]
+    assert all(TOKEN not in text for text in texts), texts
+
+
+@pytest.mark.parametrize("raw", ["soon", "0", "-3", "inf"])
+def test_a_timeout_that_is_not_seconds_is_refused(tmp_path: Path, raw: str) -> None:
+    env = {"CONTEXTQ_MEMORY_BACKEND": "contextq", **UNREACHABLE, "CONTEXTQ_MEMORY_TIMEOUT": raw}
+    with pytest.raises(ValueError, match=f"CONTEXTQ_MEMORY_TIMEOUT='{raw}' is not a number"):
+        select_agent_memory(env, directory=tmp_path, strict=True)
+
+
+@pytest.mark.parametrize("backend", ["contextq", "mcp"])
+def test_the_timeout_is_each_methods_deadline(
+    tmp_path: Path, served: tuple[ServedFake, str], backend: str
+) -> None:
+    from_env: Any = select_agent_memory(
+        _env(served, backend, CONTEXTQ_MEMORY_TIMEOUT="2.5"), directory=tmp_path
+    )
+    given: Any = select_agent_memory(_env(served, backend), directory=tmp_path, timeout=4)
+    default: Any = select_agent_memory(_env(served, backend), directory=tmp_path)
+    try:
+        assert (from_env.timeout, given.timeout, default.timeout) == (2.5, 4, 10)
+    finally:
+        for memory in (from_env, given, default):
+            _close(memory)

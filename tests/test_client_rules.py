@@ -319,8 +319,10 @@ def test_the_key_comes_from_the_argument_else_the_environment(
          "user name or password: ContextQ authenticates with the API key alone"),
         ("http://h.example/?a=1", "The ContextQ base URL 'http://h.example/?a=1' must not "
          "carry a query or a fragment: request paths are appended to it"),
-        ("http://h.example/#top", "The ContextQ base URL 'http://h.example/#top' must not "
-         "carry a query or a fragment: request paths are appended to it"),
+        ("http://h.example/#top", "The ContextQ base URL 'http://h.example/#***' must not "
+         "carry a query or a fragment: request paths are appended to it"),  # may be a token
+        ("http://h.example/?token=t0k", "The ContextQ base URL 'http://h.example/?token=***' "
+         "must not carry a query or a fragment: request paths are appended to it"),
         ("http://h.example/\ud800", "The ContextQ base URL 'http://h.example/\\ud800' holds an "
          "unpaired surrogate, which cannot be encoded as UTF-8"),
     ],

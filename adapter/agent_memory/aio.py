@@ -96,9 +96,10 @@ async def select_async_agent_memory(
     *,
     directory: str | os.PathLike[str] = DEFAULT_DIRECTORY,
     strict: bool = False,
+    timeout: float | None = None,
 ) -> AsyncAgentMemory:
     """``select_agent_memory``, its probe run off the loop."""
     chosen = await asyncio.to_thread(
-        lambda: select_agent_memory(env, directory=directory, strict=strict)
+        lambda: select_agent_memory(env, directory=directory, strict=strict, timeout=timeout)
     )
     return AsyncAgentMemory(chosen)

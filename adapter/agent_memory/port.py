@@ -1,7 +1,8 @@
 """The port an agent core depends on, and nothing else: ``AgentMemory``. Every method is
 best-effort: a ContextQ or transport failure degrades to "no memory", never a failed run
 (it is logged once and counted in ``failures``); bad input from the caller is a
-``ValueError`` at once."""
+``ValueError`` at once. A remote backend's method also has a deadline (``timeout``, whole
+call): whatever the server does, it returns within it."""
 
 from __future__ import annotations
 
@@ -11,12 +12,16 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from adapter import _deadline
 from adapter.agent_memory.records import Capabilities, IssueEvent, RunRecord
-from adapter.errors import ContextQError
+from adapter.errors import ContextQError, redact
 from adapter.types import AgentTask, BootPack, Lesson, Resume
 
 LOG = logging.getLogger("adapter.agent_memory")
 DEFAULT_MAX_CHARS = 4_000
+#: Seconds a remote backend's method may take in all (every request, retry and wait of
+#: it): past them it returns its empty answer and counts a ``ContextQTimeoutError``.
+DEFAULT_TIMEOUT = 10.0
 T = TypeVar("T")
 
 
@@ -67,15 +72,18 @@ class Failure:
 
 
 class BestEffort:
-    """What every backend shares: its failures, and ``strict`` to raise them instead."""
+    """What every backend shares: its failures, ``strict`` to raise them instead, and
+    ``timeout``, each method's deadline in seconds (None: none, the method runs in the
+    caller's thread)."""
 
-    def __init__(self, *, strict: bool = False) -> None:
+    def __init__(self, *, strict: bool = False, timeout: float | None = None) -> None:
         self.strict = strict
+        self.timeout = _deadline.check(timeout)
         self.failures: list[Failure] = []
 
     def _failed(self, method: str, exc: Exception) -> None:
         code = getattr(exc, "code", None) or type(exc).__name__
-        failure = Failure(method, str(code), str(exc))
+        failure = Failure(method, str(code), redact(str(exc)))
         self.failures.append(failure)
         LOG.warning("agent memory: %s failed (%s: %s); carrying on without it",
                     method, failure.code, failure.message)  # fmt: skip
@@ -89,14 +97,17 @@ def check_preamble_args(top_k: int, max_chars: int) -> None:
 
 
 def best_effort(default: Callable[[], Any]) -> Callable[[Callable[..., T]], Callable[..., T]]:
-    """Run the method; a ContextQ or transport failure is absorbed (``default()`` is
-    returned) unless the backend is ``strict``. ``ValueError`` (bad input) passes."""
+    """Run the method within the backend's deadline; a ContextQ or transport failure, or
+    the deadline passing, is absorbed (``default()`` is returned) unless the backend is
+    ``strict``. ``ValueError`` (bad input) passes."""
 
     def wrap(method: Callable[..., T]) -> Callable[..., T]:
         @wraps(method)
         def run(self: BestEffort, *args: Any, **kwargs: Any) -> T:
             try:
-                return method(self, *args, **kwargs)
+                return _deadline.run_within(
+                    self.timeout, lambda: method(self, *args, **kwargs), method.__name__
+                )
             except (ContextQError, OSError, TimeoutError) as exc:
                 if self.strict:
                     raise

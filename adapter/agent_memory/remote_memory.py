@@ -8,9 +8,11 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from adapter import _deadline
 from adapter.agent_memory import mapping, preamble
 from adapter.agent_memory.port import (
     DEFAULT_MAX_CHARS,
+    DEFAULT_TIMEOUT,
     LOG,
     BestEffort,
     best_effort,
@@ -26,7 +28,7 @@ from adapter.agent_memory.records import (
     open_issues,
 )
 from adapter.agent_memory.remote import McpRemote, Remote, RestRemote
-from adapter.errors import LLMUnavailableError, NotFoundError, SeqConflictError
+from adapter.errors import LLMUnavailableError, NotFoundError, SeqConflictError, redact
 from adapter.types import AgentTask, BootPack, Lesson, Resume
 
 if TYPE_CHECKING:
@@ -49,11 +51,14 @@ class RemoteAgentMemory(BestEffort):
         *,
         strict: bool = False,
         create_workspace: bool = True,
+        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> None:
         """``workspace`` is checked at first use (and created, when ``create_workspace`` and
         the key is an admin's): ContextQ silently gives a session no workspace when its slug
-        is unknown, and a handoff then fails, so a missing one is logged and left out."""
-        super().__init__(strict=strict)
+        is unknown, and a handoff then fails, so a missing one is logged and left out.
+        ``timeout``: each method's deadline in seconds, every request, retry and wait of it
+        included (``DEFAULT_TIMEOUT``, 10 s; None: none)."""
+        super().__init__(strict=strict, timeout=timeout)
         self.remote = remote
         self.workspace = workspace
         self.create_workspace = create_workspace
@@ -78,7 +83,9 @@ class RemoteAgentMemory(BestEffort):
                     self.remote.create_workspace(self.workspace)
                     LOG.info("agent memory: created workspace %r", self.workspace)
                 except Exception as exc:  # no admin scope: carry on without it, said once
-                    self._missing_workspace(f"it does not exist and creating it failed ({exc})")
+                    self._missing_workspace(
+                        f"it does not exist and creating it failed ({redact(str(exc))})"
+                    )
             else:
                 self._missing_workspace("it does not exist")
         self._checked = True
@@ -302,7 +309,12 @@ class RemoteAgentMemory(BestEffort):
         return None if record is None else mapping.local_handoff(record)
 
     def close(self) -> None:
-        self.remote.close()
+        """Close the client or session, within the deadline; never raises (a dead server
+        has nothing to say)."""
+        try:
+            _deadline.run_within(self.timeout, self.remote.close, "close")
+        except Exception as exc:
+            LOG.debug("agent memory: closing failed: %s", redact(str(exc)))
 
 
 class ContextQAgentMemory(RemoteAgentMemory):
@@ -310,19 +322,24 @@ class ContextQAgentMemory(RemoteAgentMemory):
 
     def __init__(
         self, client: ContextQClient, workspace: str | None, *, strict: bool = False,
-        create_workspace: bool = True,
+        create_workspace: bool = True, timeout: float | None = DEFAULT_TIMEOUT,
     ) -> None:  # fmt: skip
         super().__init__(
-            RestRemote(client), workspace, strict=strict, create_workspace=create_workspace
-        )
+            RestRemote(client), workspace, strict=strict, create_workspace=create_workspace,
+            timeout=timeout,
+        )  # fmt: skip
 
 
 class McpAgentMemory(RemoteAgentMemory):
     """The same through ContextQ's MCP tools (``agent_*``, ``ctx_*``); needs the ``mcp``
     extra. MCP has no workspace tools: an unknown workspace is noticed when a session
-    comes back without it."""
+    comes back without it. A session that broke (a dropped connection, an answer past
+    the deadline) is replaced by a fresh one at the next call."""
 
     def __init__(
-        self, session: SyncMcpClient, workspace: str | None, *, strict: bool = False
-    ) -> None:
-        super().__init__(McpRemote(session), workspace, strict=strict, create_workspace=False)
+        self, session: SyncMcpClient, workspace: str | None, *, strict: bool = False,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> None:  # fmt: skip
+        super().__init__(
+            McpRemote(session), workspace, strict=strict, create_workspace=False, timeout=timeout
+        )
