@@ -12,8 +12,8 @@ import json
 from collections.abc import Sequence
 
 from fake_anthropic.record.recording import MAX_DEPTH, RESPONSE_HEADERS, Exchange, depth_ok
-from fake_anthropic.redact import redact, redact_target, secrets_of
 from fake_anthropic.record.sse_read import accumulate, parse_events
+from fake_anthropic.redact import redact, redact_target, secrets_of
 
 
 def response_body(content_type: str, data: bytes) -> tuple[bool, object]:

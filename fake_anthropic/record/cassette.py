@@ -33,8 +33,8 @@ from urllib.parse import SplitResult, urlsplit
 
 from fake_anthropic.record.capture import exchange_of
 from fake_anthropic.record.recording import MAX_DEPTH, Exchange, depth_ok
-from fake_anthropic.redact import masked_url
 from fake_anthropic.record.server import MAX_BODY
+from fake_anthropic.redact import masked_url
 
 MESSAGES_PATHS: Final = ("/v1/messages", "/v1/messages/count_tokens")
 ANTHROPIC_API: Final = "https://api.anthropic.com"

@@ -44,7 +44,6 @@ from fake_anthropic.record.answers import (
 )
 from fake_anthropic.record.capture import exchange_of
 from fake_anthropic.record.recording import Exchange, RecordingFile
-from fake_anthropic.redact import masked_url, redact_target, scrub_url, secrets_of
 from fake_anthropic.record.server import ClientGone
 from fake_anthropic.record.upstream import (
     Headers,
@@ -53,6 +52,7 @@ from fake_anthropic.record.upstream import (
     UpstreamPool,
     plain_origin,
 )
+from fake_anthropic.redact import masked_url, redact_target, scrub_url, secrets_of
 
 __all__ = ["DEFAULT_UPSTREAM", "HOP_BY_HOP", "RecordingProxy", "check_upstream"]
 

@@ -12,9 +12,9 @@ The file is one JSON object::
 A response ``body`` is the JSON the API answered (a message, a ``count_tokens`` result,
 an error) or, for a stream, the message its events delivered (``stream`` true); a stream
 that ended with an ``error`` event keeps that event as ``body``. No credential is ever in
-it (``fake_anthropic.redact``). ``RecordingFile`` keeps the file on disk complete and valid after each
-exchange, on a writer thread: it appends the exchange in place with one ``write`` that
-stays within one page (the kernel checks for a fatal signal only between pages, so a
+it (``fake_anthropic.redact``). ``RecordingFile`` keeps the file on disk complete and
+valid after each exchange, on a writer thread: it appends the exchange in place with one
+``write`` that stays within one page (the kernel checks for a fatal signal only between pages, so a
 process killed at any moment leaves that write whole or not at all), and otherwise
 rewrites the whole file to a temporary file renamed over it. A run killed at any moment
 leaves the exchanges written before it. The file is not fsynced.
