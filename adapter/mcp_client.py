@@ -135,6 +135,12 @@ class SyncMcpClient:
     def protocol_version(self) -> str:
         return self._connection.client(_deadline.bounded(self.timeout)).protocol_version
 
+    @property
+    def is_open(self) -> bool:
+        """Whether a session (or its loop) is held open now: after ``close()``, or before the
+        first call, it is not."""
+        return self._connection.is_open
+
     def close(self, *, wait: float = CLOSE_WAIT) -> None:
         """End the session (letting it end gracefully for at most ``wait`` seconds) and
         the loop; never raises. A later call opens them again."""
@@ -276,6 +282,11 @@ class _Connection:
         except Exception as exc:
             self._drop(session)
             raise _cause(exc) from exc
+
+    @property
+    def is_open(self) -> bool:
+        with self._lock:
+            return self._portal is not None
 
     def close(self, wait: float) -> None:
         """End the session (gracefully within ``wait`` seconds) and stop the loop; never

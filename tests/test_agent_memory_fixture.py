@@ -198,11 +198,13 @@ def test_the_factory_closes_what_it_made(pytester: pytest.Pytester) -> None:
         def test_make(agent_memory_factory):
             made.append(agent_memory_factory("contextq"))
             made.append(agent_memory_factory("mcp"))
+            made[1].list_records()
+            assert made[1].remote.session.is_open
 
         def test_closed():
             rest, mcp = made
             assert rest.remote.client._http.is_closed
-            assert mcp.remote.session._portal is None
+            assert not mcp.remote.session.is_open
     """)
     result = pytester.runpytest_inprocess("-p", "contextq_fixtures", "-p", "no:randomly")
     result.assert_outcomes(passed=2)

@@ -224,6 +224,7 @@ def test_the_variable_table_is_what_select_agent_memory_reads() -> None:
         select.SWITCH_ENV,
         select.WORKSPACE_ENV,
         select.MCP_URL_ENV,
+        select.TIMEOUT_ENV,
         wire.MCP_API_URL_ENV,
         wire.MCP_API_KEY_ENV,
     }
