@@ -413,7 +413,7 @@ def _routes(*, control: bool) -> FastAPI:
         wire.Routes.ARCHIVE_WORKSPACE,
         tags=["workspaces"],
         openapi_extra=oa.SLUG_PARAM,
-        responses=oa.responses(200, oa.WORKSPACE, 403, 404),
+        responses=oa.responses(200, oa.WORKSPACE, 400, 403, 404),
     )
     async def archive_workspace(request: Request) -> Response:
         archived = await run_model(
@@ -428,7 +428,7 @@ def _routes(*, control: bool) -> FastAPI:
         wire.Routes.DELETE_WORKSPACE,
         tags=["workspaces"],
         openapi_extra=oa.SLUG_PARAM,
-        responses=oa.responses(204, None, 403, 404, 409),
+        responses=oa.responses(204, None, 400, 403, 404, 409),
     )
     async def delete_workspace(request: Request) -> Response:
         await run_model(
