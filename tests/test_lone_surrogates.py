@@ -13,6 +13,7 @@ import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant
+from fake_contextq.domain.records import Context
 from fake_contextq.mcp import SyncMcpClient
 from tests.stores import StorePool, fresh_store
 from tests.test_store_differential import Side, normalised
@@ -202,3 +204,24 @@ def test_mcp_arguments_with_lone_surrogates_are_stored_as_u_fffd(
     assert (saved["content"], saved["title"], saved["tags"]) == ("a\ufffd", "a\ufffd", ["t\ufffd"])
     assert saved["metadata"] == {"k\ufffd": "v\ufffd"}
     assert fake.context_json(tenant) == [saved]
+
+
+def test_a_lone_surrogate_a_store_held_from_before_is_answered_as_u_fffd(
+    fake: FakeContextQ, tenant: Tenant, client: httpx2.Client, key: str
+) -> None:
+    """A database written before this rule (or by anything but the fake) may hold one: REST
+    and the served /mcp answer it as U+FFFD, as if it had come in through the edge."""
+    now = datetime.now(UTC)
+    with fake.store.transaction():
+        row_id = fake.store.next_id("context")
+        fake.store.put_context(
+            Context(row_id, tenant.id, None, None, "reference", "old \ud800", "c", ("t",), None,
+                    {"k\udfff": 1}, now, now)
+        )  # fmt: skip
+    got = client.get(f"/api/contexts/{row_id}")
+    assert got.status_code == 200, got.text
+    assert (got.json()["title"], got.json()["metadata"]) == ("old \ufffd", {"k\ufffd": 1})
+    assert client.get("/api/contexts").json()["items"][0]["title"] == "old \ufffd"
+    with fake.serve() as served, SyncMcpClient(served.mcp_url, api_key=key) as session:
+        assert session.call("ctx_get", {"id": row_id}) == got.json()
+        assert session.call("ctx_list", {})["items"][0]["title"] == "old \ufffd"

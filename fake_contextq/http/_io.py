@@ -41,7 +41,9 @@ def json_response(status: int, body: Any) -> Response:
         payload = text.encode()
     except UnicodeEncodeError:  # a lone surrogate a store held from before: U+FFFD, as stored
         well = wire.well_formed_json(body)
-        payload = json.dumps(well, ensure_ascii=False, separators=(",", ":")).encode()
+        payload = json.dumps(
+            well, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
     return Response(payload, status_code=status, media_type="application/json")
 
 
