@@ -324,6 +324,60 @@ def has_forbidden_char(text: str) -> bool:
 BODY_ENCODING: Final = "utf-8"
 BODY_BOM: Final = b"\xef\xbb\xbf"
 
+# [assumed] Text that is not valid Unicode, a lone UTF-16 surrogate (JSON text may carry one
+# as the escape "\ud800"), is stored and answered with U+FFFD in its place, one for each; an
+# escaped pair of halves is the one character it encodes. A Node service holds the string as
+# JavaScript does (UTF-16, the lone half kept), and its Postgres driver encodes text to UTF-8
+# with Buffer.from, which writes U+FFFD for a lone surrogate: what it reads back holds
+# U+FFFD. The fake replaces them at its edge (every string and key of a body at any depth,
+# MCP tool arguments and REST answers, its in-process API), so every store and surface
+# holds the same text.
+REPLACEMENT_CHAR: Final = "\ufffd"
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """[assumed] ``text`` with each lone surrogate replaced by ``REPLACEMENT_CHAR`` (and a
+    pair of halves joined), as JavaScript's ``String.prototype.toWellFormed`` does."""
+    if text.isascii() or _LONE_SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def nested_too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """[assumed] Whether arrays and objects in ``value`` nest deeper than ``limit``
+    (iteratively: any depth is measured without recursion)."""
+    if not isinstance(value, Mapping | list | tuple):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, Mapping) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, Mapping | list | tuple))
+    return False
+
+
+def well_formed_json(value: Any) -> Any:
+    """[assumed] ``value`` (JSON data) with every string, keys included, at any depth
+    ``well_formed``. For JSON already held to ``MAX_JSON_DEPTH``: the recursion is bounded."""
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, Mapping):
+        return {well_formed(str(k)): well_formed_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [well_formed_json(v) for v in value]
+    return value
+
+
+# [assumed] A path parameter or a query parameter's value that is not UTF-8 once
+# percent-decoded (``%FF``, or ``%ED%A0%80``, a surrogate's bytes) is a 400
+# validation_error naming the parameter: Node's decodeURIComponent throws on it, and
+# Fastify answers a path it cannot decode with a 400. (Not U+FFFD: a URL is the caller's
+# own text, and a lookup by a replaced id would find another row than the one named.)
+URL_TEXT_ENCODING: Final = "utf-8"
+
 # [assumed] A path parameter is one path segment, as a router's ``:param`` is: an unencoded
 # '/' inside it makes another path, which no route has (404); '%2F' is a '/' in the value.
 PATH_SEPARATOR: Final = "/"

@@ -9,11 +9,14 @@ memory commands, the files before the test); written by the plugin for
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import hashlib
 import json
+import os
 import re
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +25,7 @@ from typing import Any
 Json = dict[str, Any]
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\[\]-]+")
 _LONGEST_NAME = 150
+_DIGEST_CHARS = 10
 
 
 @dataclass(frozen=True)
@@ -61,15 +65,14 @@ class FileChange:
 
 
 def file_name(nodeid: str) -> str:
-    """A file name for a test id (``tests/test_a.py::test_b[x]`` is
-    ``tests.test_a.py--test_b[x].html``): safe on every OS; a test id that needs more
-    than that to be safe, or is long, gets a digest of itself, so names stay distinct."""
+    """A file name for a test id, the same in every run: a readable part safe on every OS
+    (``tests/test_a.py::test_b[x]`` gives ``tests.test_a.py--test_b[x]``) and a digest of
+    the whole id, since the readable part alone is the same for ``[a/b]`` and ``[a.b]``,
+    or ``[x::y]`` and ``[x--y]``."""
     readable = nodeid.replace("::", "--").replace("/", ".")
-    safe = _UNSAFE.sub("-", readable).strip("-")
-    if len(safe) > _LONGEST_NAME or safe != readable:
-        digest = hashlib.sha256(nodeid.encode()).hexdigest()[:8]
-        safe = f"{safe[:_LONGEST_NAME]}-{digest}"
-    return safe + ".html"
+    safe = _UNSAFE.sub("-", readable).strip("-")[:_LONGEST_NAME]
+    digest = hashlib.sha256(nodeid.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_CHARS]
+    return f"{safe}-{digest}.html"
 
 
 def memory_files(fake: Any) -> dict[str, str]:
@@ -259,11 +262,38 @@ def render(
     )
 
 
+def well_formed(text: str) -> str:
+    """``text`` as UTF-8 can hold it: each lone surrogate (a test may hand the memory tool
+    one, a store may hold one from before) U+FFFD, as the fake stores such text."""
+    from adapter.wire import well_formed as replaced
+
+    return replaced(text)
+
+
 def write(directory: Path, nodeid: str, page: str) -> Path:
+    """Write the page whole or not at all: into a temporary file beside it, renamed over
+    the page's name once written, so no reader ever finds half a page (or an empty one)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / file_name(nodeid)
-    path.write_text(page, encoding="utf-8")
+    temporary = directory / f".{path.name}.{uuid.uuid4().hex}.tmp"
+    try:
+        with temporary.open("x", encoding="utf-8") as out:
+            out.write(well_formed(page))
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
     return path
 
 
-__all__ = ["MemoryCall", "changes", "conversation", "file_name", "memory_files", "render", "write"]
+__all__ = [
+    "MemoryCall",
+    "changes",
+    "conversation",
+    "file_name",
+    "memory_files",
+    "render",
+    "well_formed",
+    "write",
+]

@@ -6,7 +6,9 @@ when it runs. The page's module loads only when a page is written.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -31,8 +33,8 @@ def add_options(group: pytest.OptionGroup) -> None:
         metavar="failed|never|DIR",
         help="failed (default): a failed test that used the fakes gets the fake's request "
         "journal and the model's transcript as report sections; never: not; a directory: "
-        "that too, and DIR/<test id>.html, a page of the conversation, the memory commands "
-        "and their requests, the memory files before and after, and the failure (name a "
+        "that too, and DIR/<test id>-<digest>.html, a page of the conversation, the memory "
+        "commands and their requests, the memory files before and after, and the failure (name a "
         "directory called failed or never ./failed)",
     )
     group.addoption(
@@ -81,15 +83,33 @@ def recording(config: pytest.Config) -> bool:
 
 
 def sections(item: pytest.Item) -> list[tuple[str, str]]:
-    """The extra report sections for a failed test that used these fixtures."""
+    """The extra report sections for a failed test that used these fixtures. Never raises:
+    a section that cannot be made says so instead (an exception here would end the whole
+    pytest session)."""
     out: list[tuple[str, str]] = []
     fake = item.stash.get(FAKE_KEY, None)
-    if fake is not None:
-        out.append(("ContextQ requests (fake_contextq.journal)", fake.journal.table()))
     model: Any = item.stash.get(MODEL_KEY, None)
+    made: list[tuple[str, Callable[[], str]]] = []
+    if fake is not None:
+        made.append(("ContextQ requests (fake_contextq.journal)", fake.journal.table))
     if model is not None:
-        out.append(("scripted model transcript", model.transcript()))
+        made.append(("scripted model transcript", model.transcript))
+    for title, text in made:
+        try:
+            out.append((title, _well_formed(text())))
+        except Exception as exc:
+            out.append((title, f"not shown: {type(exc).__name__}: {exc}"))
     return out
+
+
+def _well_formed(text: str) -> str:
+    from contextq_fixtures.html_report import well_formed
+
+    return well_formed(text)
+
+
+class ReportNotWritten(pytest.PytestWarning):
+    """A failed test's page could not be written; the run carries on."""
 
 
 def note_calls(item: pytest.Item) -> list[MemoryCall]:
@@ -140,15 +160,19 @@ def after_report(item: pytest.Item, report: pytest.TestReport) -> None:
     html = _html_plugin(item.config)
     if directory is None and html is None:
         return
-    page = _page(item, "failed" if item.stash.get(FAILURES, []) else "passed")
     item.stash[WRITTEN] = None
-    if directory is not None:
-        from contextq_fixtures.html_report import write
+    try:
+        page = _well_formed(_page(item, "failed" if item.stash.get(FAILURES, []) else "passed"))
+        if directory is not None:
+            from contextq_fixtures.html_report import write
 
-        path = write(directory, item.nodeid, page)
-        item.stash[WRITTEN] = path
-        if report.failed:
-            report.sections.append(("contextq report", f"written to {path}"))
+            path = write(directory, item.nodeid, page)
+            item.stash[WRITTEN] = path
+            if report.failed:
+                report.sections.append(("contextq report", f"written to {path}"))
+    except Exception as exc:  # the page is an aid: its failure must not end the session
+        _not_written(item, report, exc)
+        return
     if html is not None and report.failed:
         from markupsafe import escape
 
@@ -159,9 +183,19 @@ def after_report(item: pytest.Item, report: pytest.TestReport) -> None:
         report.extras = [*getattr(report, "extras", []), html.html(frame)]  # type: ignore[attr-defined]
 
 
+def _not_written(item: pytest.Item, report: pytest.TestReport, exc: Exception) -> None:
+    """Say that the page is missing and why, in the test's report and as a warning; a
+    warning turned into an error (``-W error``) is not let out either."""
+    why = f"{type(exc).__name__}: {exc}"
+    report.sections.append(("contextq report", f"not written: {why}"))
+    with contextlib.suppress(Exception):
+        item.warn(ReportNotWritten(f"the contextq report of {item.nodeid} was not written: {why}"))
+
+
 __all__ = [
     "ALL_OPTION",
     "OPTION",
+    "ReportNotWritten",
     "add_options",
     "after_report",
     "before_call",

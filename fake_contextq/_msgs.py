@@ -112,6 +112,7 @@ INVALID_ENUM = "Invalid enum value. Expected {options}, received {received!r}."
 OUT_OF_RANGE = "Must be an integer between {min} and {max}."
 NOT_AN_ID = "Must be a positive integer id, got {value!r}."
 NOT_UTF8 = "Percent-decoded, the path segment is not valid UTF-8."
+QUERY_NOT_UTF8 = "Percent-decoded, the value is not valid UTF-8."
 HAS_NUL = "Must not contain a NUL character (U+0000)."
 BODY_NOT_UTF8 = "the body is not UTF-8 (UTF-16 and UTF-32 are not read)"
 BAD_SLUG = (
@@ -191,8 +192,29 @@ POOL_LOCK = "one of the {size} database connections of this fake, all in use"
 MCP_UNKNOWN_TOOL = "Unknown tool {name!r}; this server has: {names}."
 MCP_BAD_ARGUMENTS = "Invalid arguments for tool {name}: {where}: {problem}"
 MCP_GET_NEEDS_ONE = "Invalid arguments for tool ctx_get: give exactly one of 'id' and 'externalId'."
+MCP_UNREACHABLE_CODE = "unreachable"
 MCP_UNREACHABLE = "ContextQ could not be reached at {url}: {reason}"
-MCP_NOT_JSON = "ContextQ answered {status} with a body that is not JSON."
+MCP_UNUSABLE_CODE = "unusable_answer"
+MCP_UNUSABLE = (
+    "The ContextQ at {url} answered {method} {path} with {status} and something unusable: "
+    "{what}. It may be no ContextQ (check CONTEXT_API_URL), or it failed."
+)
+MCP_ANSWER_NOT_JSON = "a body that is not JSON ({detail})"
+MCP_TOO_DEEP = "JSON nested deeper than {depth} levels"
+MCP_ANSWER_TOO_LARGE = "a body of {size} bytes, over the {limit} bytes a tool reads"
+MCP_NOT_AN_ERROR_BODY = "{got} where ContextQ's error body was due"
+MCP_NOT_SUCCESS = "no answer to use (neither a success nor an error)"
+MCP_WRONG_KIND = "{got} where a JSON object was due"
+MCP_NOT_A_PAGE = "a list answer that is no page: {problem}"
+MCP_DEADLINE_CODE = "deadline_exceeded"
+MCP_DEADLINE = (
+    "The ContextQ at {url} did not finish answering {tool} within {seconds:g} s (the "
+    "bridge's deadline for one tool call); nothing more was waited for."
+)
+MCP_KEY_NOT_SENDABLE = (
+    "fake-contextq mcp: CONTEXT_API_KEY holds a space, a control character or a character "
+    "outside ASCII, which no HTTP header carries; a ContextQ key is sk_live_ and 40 hex digits"
+)
 MCP_NO_KEY_ENV = (
     "fake-contextq mcp: set CONTEXT_API_KEY to a ContextQ API key (and CONTEXT_API_URL to its "
     "base URL; default {url})"

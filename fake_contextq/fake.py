@@ -166,13 +166,20 @@ class FakeContextQ:
         tag: str = "mem-tool",
     ) -> None:
         """Create memory files as the memory tool would (``{"/memories/...": text}``), with
-        that tool itself: what a test then reads through the tool is exactly this."""
+        that tool itself: what a test then reads through the tool is exactly this. A lone
+        surrogate is stored as U+FFFD, as through the API (``wire.well_formed``)."""
         from adapter import ContextQMemoryTool
 
-        tool = ContextQMemoryTool(api_key, http_client=self.client(), workspace=workspace, tag=tag)
+        well = wire.well_formed
+        tool = ContextQMemoryTool(
+            api_key,
+            http_client=self.client(),
+            workspace=None if workspace is None else well(workspace),
+            tag=well(tag),
+        )
         try:
             for path, text in files.items():
-                tool.call({"command": "create", "path": path, "file_text": text})
+                tool.call({"command": "create", "path": well(path), "file_text": well(text)})
         finally:
             tool.close()
 
@@ -184,6 +191,8 @@ class FakeContextQ:
         directory below ``/memories`` is the workspace)."""
         from adapter.paths import ROOT, decode_external_id
 
+        tag = wire.well_formed(tag)
+        workspace = None if workspace is None else wire.well_formed(workspace)
         files: dict[str, str] = {}
         for c in self.contexts(tenant):
             owner = decode_external_id(tag, c.external_id)

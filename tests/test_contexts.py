@@ -10,7 +10,7 @@ import httpx2
 import pytest
 
 from adapter import wire
-from fake_contextq import FakeContextQ, Tenant
+from fake_contextq import FakeContextQ, Tenant, _msgs
 from tests.helpers import context_body
 
 pytestmark = pytest.mark.all_stores
@@ -496,18 +496,85 @@ def test_deep_nesting_is_a_400(
     assert fake.contexts(tenant) == []
 
 
-def test_lone_surrogates_round_trip_escaped(client: httpx2.Client, fake: FakeContextQ) -> None:
-    raw = b'{"type":"reference","title":"t \\ud800","content":"x \\udfff y"}'
+def test_lone_surrogates_are_stored_and_answered_as_u_fffd(
+    client: httpx2.Client, fake: FakeContextQ, tenant: Tenant
+) -> None:
+    """wire.well_formed: a lone surrogate (JSON text may carry one escaped) in any string of
+    a body, a key of its metadata too, is U+FFFD from then on; an escaped pair is the one
+    character it encodes."""
+    raw = (
+        b'{"type":"reference","title":"t \\ud800","content":"x \\udfff y \\ud83d\\ude00",'
+        b'"tags":["\\udbff"],"externalId":"e\\ud800","metadata":{"k\\udc00":["\\ud800"]}}'
+    )
     created = client.post(
         "/api/contexts", content=raw, headers={"content-type": "application/json"}
     )
-    assert created.status_code == 201
-    assert b"\\ud800" in created.content  # escaped, as JSON.stringify writes it
-    got = client.get(f"/api/contexts/{created.json()['id']}")
-    assert got.json()["content"] == "x \udfff y"
-    assert client.get("/api/contexts").status_code == 200
-    assert client.post("/api/search", json={"query": "t"}).status_code == 200
+    assert created.status_code == 201, created.text
+    made = created.json()
+    assert (made["title"], made["content"]) == ("t \ufffd", "x \ufffd y \U0001f600")
+    assert (made["tags"], made["externalId"]) == (["\ufffd"], "e\ufffd")
+    assert made["metadata"] == {"k\ufffd": ["\ufffd"]}
+    assert b"\\ud8" not in created.content and b"\\udc" not in created.content
+    assert client.get(f"/api/contexts/{made['id']}").json() == made
+    assert by_external(client, "e\ufffd").json() == made
+    assert client.get("/api/contexts", params={"tag": "\ufffd"}).json()["total"] == 1
+    found = client.post("/api/search", json={"query": "t", "tags": ["\ufffd"]}).json()
+    assert [hit["context"]["id"] for hit in found["results"]] == [made["id"]]
+    assert fake.context_json(tenant) == [made]
     assert fake.verify_audit_chain() == 1
+
+
+@pytest.mark.parametrize("segment", ["%FF", "%ED%A0%80", "a%C3"])
+def test_a_query_value_that_is_not_utf8_is_a_400_naming_it(
+    client: httpx2.Client, segment: str
+) -> None:
+    """wire.URL_TEXT_ENCODING: not U+FFFD in its place, which would filter by another tag."""
+    response = client.get(f"/api/contexts?workspace=ok&tag={segment}&limit=5")
+    assert issues_of(response) == {"tag": _msgs.QUERY_NOT_UTF8}
+    assert response.json()["message"] == _msgs.INVALID_QUERY
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "field"),
+    [
+        ("GET", "/api/contexts/%ED%A0%80", "id"),
+        ("PUT", "/api/contexts/%FF", "id"),
+        ("DELETE", "/api/contexts/1%FF", "id"),
+        ("POST", "/api/workspaces/%FF/archive", "slug"),
+        ("DELETE", "/api/workspaces/a%ED%A0%80", "slug"),
+        ("GET", "/api/agent/sessions/%FF/resume", "id"),
+        ("POST", "/api/agent/tasks/%FF/tick", "id"),
+        ("GET", "/api/contexts/by-external/%ED%A0%80", "externalId"),
+    ],
+)
+def test_a_path_parameter_that_is_not_utf8_is_a_400_naming_it(
+    fake: FakeContextQ, tenant: Tenant, method: str, path: str, field: str
+) -> None:
+    with fake.client(fake.mint_key(tenant, wire.SCOPES)) as admin:
+        response = admin.request(method, path, json={} if method in ("PUT", "POST") else None)
+    assert issues_of(response) == {field: _msgs.NOT_UTF8}
+    assert response.json()["message"] == _msgs.INVALID_PATH
+
+
+def test_a_bad_key_is_still_the_401_before_a_path_or_query_that_is_not_utf8(
+    fake: FakeContextQ,
+) -> None:
+    with fake.client() as anonymous:
+        assert anonymous.get("/api/contexts/%FF").status_code == 401
+        assert anonymous.get("/api/contexts?tag=%FF").status_code == 401
+
+
+def test_the_in_process_api_stores_a_lone_surrogate_as_u_fffd(
+    fake: FakeContextQ, tenant: Tenant, key: str
+) -> None:
+    """FakeContextQ's own methods that take text hold it to the same rule as REST."""
+    named = fake.create_tenant("team \ud800")
+    assert named.name == "team \ufffd"
+    assert fake.create_workspace(tenant, "w", "W \udfff").name == "W \ufffd"
+    fake.fill(tenant, 1, prefix="f\ud800")
+    fake.seed_files(key, {"/memories/w/n\udbff.md": "x\ud800\n"})
+    assert fake.memory_files(tenant) == {"/memories/w/n\ufffd.md": "x\ufffd\n"}
+    assert [c.title for c in fake.contexts(tenant)] == ["f\ufffd 1", "n\ufffd.md"]
 
 
 @pytest.mark.parametrize(

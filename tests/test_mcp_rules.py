@@ -302,3 +302,55 @@ def test_any_save_answers_as_rest_answers_the_same_body(
         assert saved is not None
         assert client.get(f"/api/contexts/{saved['id']}").json() == saved
         assert (saved["title"], saved["type"]) == (body["title"], body["type"])
+
+
+LIST_CASES = [
+    {},
+    {"limit": -1},
+    {"limit": 0},
+    {"limit": 1},
+    {"limit": 2},
+    {"limit": wire.LIST_MAX_LIMIT},
+    {"limit": wire.LIST_MAX_LIMIT + 1},
+    {"limit": 10**30},
+    {"offset": -2},
+    {"offset": -1},
+    {"offset": 1},
+    {"offset": 2**31},
+    {"offset": 10**30},
+    {"limit": 2, "offset": 1},
+    {"limit": 1, "offset": 3},
+    {"limit": -1, "offset": -2},
+]
+
+
+@pytest.mark.parametrize("tags", [[], ["a"], ["a", "b"], ["a", "b", "c"]], ids=len)
+def test_list_holds_limit_and_offset_to_rests_rules_whatever_the_number_of_tags(
+    mcp: SyncMcpClient, client: httpx2.Client, tags: list[str]
+) -> None:
+    """REST's answer to the same limit and offset (with the first tag as its filter) is the
+    MCP answer: the same 400 word for word, or the same page bounds over the rows that
+    carry every tag."""
+    for i in range(7):
+        mcp.call("ctx_save", {"content": f"n{i}", "tags": ["a", "b", "c"] if i % 2 else ["a"]})
+    for case in LIST_CASES:
+        params = {name: str(value) for name, value in case.items()}
+        if tags:
+            params["tag"] = tags[0]
+        rest = client.get("/api/contexts", params=params)
+        result = mcp.call_tool("ctx_list", {**case, **({"tags": tags} if tags else {})})
+        if rest.status_code != 200:
+            assert rest.status_code == 400, rest.text
+            assert result.is_error, (case, result.structured_content)
+            assert result.structured_content == rest.json(), case
+            continue
+        assert not result.is_error, (case, result.structured_content)
+        page = result.structured_content
+        assert page is not None
+        want = rest.json()
+        assert (page["limit"], page["offset"]) == (want["limit"], want["offset"]), case
+        every = client.get("/api/contexts", params={"limit": "500"}).json()["items"]
+        carrying = [row["id"] for row in every if set(tags) <= set(row["tags"])]
+        assert page["total"] == len(carrying), case
+        start, size = want["offset"], want["limit"]
+        assert [row["id"] for row in page["items"]] == carrying[start : start + size], case

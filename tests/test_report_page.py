@@ -76,13 +76,12 @@ def test_a_page_for_each_failing_test_that_used_the_fakes(agent_tests: pytest.Py
     )
     result.assert_outcomes(passed=2, failed=2, errors=1)  # the teardown error's call passed
     out = agent_tests.path / "out"
-    assert sorted(p.name for p in out.iterdir()) == [
-        "test_agent.py--test_agent_fails.html",
-        "test_agent.py--test_unplayed_turn_fails_at_teardown.html",
-    ]  # not the passing test, not the test that used no fake
-    result.stdout.fnmatch_lines(
-        ["*contextq report*", f"written to {out / 'test_agent.py--test_agent_fails.html'}"]
-    )
+    fails = file_name("test_agent.py::test_agent_fails")
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [fails, file_name("test_agent.py::test_unplayed_turn_fails_at_teardown")]
+    )  # not the passing test, not the test that used no fake
+    assert fails.startswith("test_agent.py--test_agent_fails-")
+    result.stdout.fnmatch_lines(["*contextq report*", f"written to {out / fails}"])
 
     page = page_of(out, "test_agent_fails")
     assert "AssertionError: the agent should have said Noted!" in html.unescape(page)
@@ -135,7 +134,7 @@ def test_every_test_that_used_the_fakes_with_report_all(agent_tests: pytest.Pyte
         "-k", "passes or no_fakes",
     )  # fmt: skip
     out = agent_tests.path / "out"
-    assert [p.name for p in out.iterdir()] == ["test_agent.py--test_agent_passes.html"]
+    assert [p.name for p in out.iterdir()] == [file_name("test_agent.py::test_agent_passes")]
     page = page_of(out, "test_agent_passes")
     assert '<span class="outcome passed">passed</span>' in page
     assert "The test passed." in page
@@ -181,3 +180,98 @@ def test_pytest_html_shows_the_same_page(agent_tests: pytest.Pytester) -> None:
     assert shown.startswith("<!doctype html>") and "Remember that I prefer Rust." in shown
     assert '<span class="add">+Likes Rust &lt;script&gt;' in shown
     assert not (agent_tests.path / "out").exists()  # no DIR asked for: no file written
+
+
+# ----- a page never ends the run, never is half-written, never takes another's name -----------
+
+HOSTILE_TESTS = """
+import json
+
+
+def test_a_command_with_a_lone_surrogate(memory_tool):
+    memory_tool.call({"command": "create", "path": "/memories/a\\ud800.md", "file_text": "x"})
+
+
+def test_a_memory_file_sent_with_a_lone_surrogate(
+    fake_contextq, contextq_api_key, contextq_workspace, memory_tool
+):
+    body = {"type": "reference", "title": "n.md", "content": "x \\ud800 y",
+            "externalId": "mem-tool:" + contextq_workspace + "/n.md"}
+    with fake_contextq.client(contextq_api_key) as client:
+        client.post("/api/contexts", content=json.dumps(body).encode(),
+                    headers={"content-type": "application/json"}).raise_for_status()
+    assert False, "a failure with the file in memory"
+
+
+def test_later(fake_contextq):
+    pass
+"""
+
+
+def test_a_lone_surrogate_anywhere_is_u_fffd_on_the_page_and_the_run_goes_on(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_hostile=HOSTILE_TESTS)
+    result = pytester.runpytest_inprocess(
+        "-p", "contextq_fixtures", "-p", "no:randomly", "--contextq-report=out"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # not INTERNAL_ERROR (3)
+    result.assert_outcomes(failed=2, passed=1)
+    out = pytester.path / "out"
+    command = out / file_name("test_hostile.py::test_a_command_with_a_lone_surrogate")
+    memory = out / file_name("test_hostile.py::test_a_memory_file_sent_with_a_lone_surrogate")
+    assert sorted(out.iterdir()) == sorted([command, memory])  # no temporary file left
+    assert "a\ufffd.md" in command.read_text("utf-8")
+    assert "x \ufffd y" in memory.read_text("utf-8")
+
+
+def test_a_page_that_cannot_be_written_is_a_warning_and_the_run_goes_on(
+    agent_tests: pytest.Pytester,
+) -> None:
+    out = agent_tests.path / "out"
+    (out / file_name("test_agent.py::test_agent_fails")).mkdir(parents=True)  # in the way
+    result = agent_tests.runpytest_inprocess(
+        "-p", "contextq_fixtures", "-p", "no:randomly", "--contextq-report=out"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=2, failed=2, errors=1)  # every test ran
+    result.stdout.fnmatch_lines(
+        [
+            "*contextq report*",
+            "not written: IsADirectoryError:*",
+            "*ReportNotWritten: the contextq report of test_agent.py::test_agent_fails was not*",
+        ]
+    )
+    teardown = out / file_name("test_agent.py::test_unplayed_turn_fails_at_teardown")
+    assert teardown.read_text("utf-8").startswith("<!doctype html>")
+    assert [p.name for p in out.iterdir() if p.name.endswith(".tmp")] == []
+
+
+COLLIDING_IDS = ["a/b", "a.b", "x::y", "x--y", "x-y", "a b", "a-b"]
+
+
+def test_every_failing_test_gets_a_page_of_its_own_the_same_in_every_run(
+    pytester: pytest.Pytester,
+) -> None:
+    """Test ids that one readable name could stand for ('/' and '.', '::' and '--', ' ' and '-')."""
+    pytester.makepyfile(
+        test_ids=f"""
+import pytest
+
+
+@pytest.mark.parametrize("case", {COLLIDING_IDS!r}, ids={COLLIDING_IDS!r})
+def test_case(case, fake_contextq):
+    assert False, case
+"""
+    )
+    names = []
+    for _ in range(2):
+        result = pytester.runpytest_inprocess("-p", "contextq_fixtures", "--contextq-report=out")
+        result.assert_outcomes(failed=len(COLLIDING_IDS))
+        names.append(sorted(p.name for p in (pytester.path / "out").iterdir()))
+    expected = sorted(file_name(f"test_ids.py::test_case[{case}]") for case in COLLIDING_IDS)
+    assert names[0] == names[1] == expected
+    assert len(set(expected)) == len(COLLIDING_IDS)
+    for case in COLLIDING_IDS:
+        page = pytester.path / "out" / file_name(f"test_ids.py::test_case[{case}]")
+        assert f"test_ids.py::test_case[{case}]" in html.unescape(page.read_text("utf-8"))

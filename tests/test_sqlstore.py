@@ -511,11 +511,12 @@ def test_a_postgres_connection_lost_under_the_fake_is_replaced() -> None:
             store.close()
 
 
-def test_nul_characters_are_refused_and_lone_surrogates_round_trip(
+def test_nul_characters_are_refused_and_lone_surrogates_are_u_fffd(
     client: httpx2.Client, fake: FakeContextQ, tenant: Tenant
 ) -> None:
     """Postgres text cannot hold NUL: every store refuses it (wire.FORBIDDEN_TEXT_CHARS);
-    a lone surrogate is stored escaped and answers as in memory, lookups included."""
+    a lone surrogate is U+FFFD (wire.well_formed) and answers as in memory, lookups
+    included."""
     refused = client.post(
         "/api/contexts",
         json=context_body(title="a\0b", content="x'\0); --", externalId="id\0nul"),
@@ -528,8 +529,9 @@ def test_nul_characters_are_refused_and_lone_surrogates_round_trip(
         client.post("/api/contexts", content=raw, headers={"content-type": "application/json"}),
         201,
     )
-    assert made["title"] == "a\ud800b"
+    assert (made["title"], made["externalId"]) == ("a\ufffdb", "id\ufffd")
     assert ok(client.get(f"/api/contexts/{made['id']}")) == made
+    assert ok(client.get("/api/contexts/by-external/id%EF%BF%BD")) == made
 
 
 # ----- connections ------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from adapter import wire
 from fake_contextq import __version__, _msgs
 from fake_contextq.domain.auth import normalise_scopes
 from fake_contextq.domain.errors import ApiError
+from fake_contextq.mcp import CALL_DEADLINE_SECONDS as MCP_DEADLINE_SECONDS
 
 if TYPE_CHECKING:
     from fake_contextq.fake import FakeContextQ
@@ -114,13 +115,21 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
     )
-    commands.add_parser(
+    mcp = commands.add_parser(
         "mcp",
         help="ContextQ's MCP server on stdio, bridged to a ContextQ's REST API",
         description="Serve ContextQ's MCP tools on stdin/stdout, as the real MCP package "
         "does. Each tool call is a REST call to the ContextQ at $CONTEXT_API_URL "
         f"(default {wire.MCP_DEFAULT_API_URL}) made with the key in $CONTEXT_API_KEY: a "
         "served fake, or a real ContextQ.",
+    )
+    mcp.add_argument(
+        "--deadline",
+        type=_seconds,
+        default=MCP_DEADLINE_SECONDS,
+        metavar="SECONDS",
+        help="how long one whole tool call may take, every REST call and answer byte of it, "
+        f"before it is a tool error (default {MCP_DEADLINE_SECONDS:g})",
     )
     return parser
 
@@ -138,18 +147,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args = _parser().parse_args(given)
     if args.command == "mcp":
-        return mcp_stdio()
+        return mcp_stdio(args.deadline)
     return serve(args)
 
 
-def mcp_stdio() -> int:
+def mcp_stdio(deadline: float = MCP_DEADLINE_SECONDS) -> int:
     try:
         from fake_contextq.mcp.stdio import main as stdio_main
     except ModuleNotFoundError as exc:
         print(f"fake-contextq: {_missing(exc)}", file=sys.stderr)
         return 2
     try:
-        return stdio_main()
+        return stdio_main(deadline=deadline)
     except SystemExit as exc:
         print(exc.code, file=sys.stderr)
         return 2

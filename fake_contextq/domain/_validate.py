@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -56,11 +57,31 @@ def decode_json(raw: bytes | str) -> Any:
     else:
         if _too_deep(value):
             detail = f"nested deeper than {wire.MAX_JSON_DEPTH} levels"
-        else:
+        elif _SURROGATE_ESCAPE.search(text) is None:  # no lone surrogate can be in it
             return value
-    raise errors.ValidationFailed(
+        else:
+            return wire.well_formed_json(value)
+    raise _malformed(detail)
+
+
+def body_json(raw: bytes | str | Mapping[str, Any]) -> Any:
+    """A body as the rules read it: raw bytes decoded (``decode_json``), or a mapping the
+    in-process API gave, held to the same depth limit and made well-formed the same way."""
+    if isinstance(raw, bytes | str):
+        return decode_json(raw)
+    if _too_deep(raw):
+        raise _malformed(f"nested deeper than {wire.MAX_JSON_DEPTH} levels")
+    return wire.well_formed_json(raw)
+
+
+def _malformed(detail: str) -> errors.ValidationFailed:
+    return errors.ValidationFailed(
         [{"path": "", "message": _msgs.MALFORMED_JSON.format(detail=detail)}]
     )
+
+
+#: Where a UTF-8 body can hold a lone surrogate at all: a JSON escape of one half.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _body_text(raw: bytes) -> str:
@@ -72,17 +93,8 @@ def _body_text(raw: bytes) -> str:
 
 
 def _too_deep(value: Any) -> bool:
-    """Whether arrays and objects nest deeper than ContextQ's limit (iteratively)."""
-    if not isinstance(value, dict | list):
-        return False
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > wire.MAX_JSON_DEPTH:
-            return True
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
-    return False
+    """Whether arrays and objects nest deeper than ContextQ's limit."""
+    return wire.nested_too_deep(value)
 
 
 def forbidden_text_paths(value: Any, limit: int = 10) -> list[tuple[str | int, ...]]:

@@ -61,7 +61,8 @@ class ContextQBackend:
         plan = quota.check_plan(plan)
         with self.store.transaction():
             tenant_id = self.store.next_id("tenant")
-            tenant = r.Tenant(tenant_id, name or f"tenant-{tenant_id}", plan, self.clock())
+            named = wire.well_formed(name) if name else f"tenant-{tenant_id}"
+            tenant = r.Tenant(tenant_id, named, plan, self.clock())
             self.store.put_tenant(tenant)
             return tenant
 
@@ -213,7 +214,7 @@ class ContextQBackend:
 
     def get_context_by_external(self, p: r.Principal, external_id: str) -> r.Context:
         auth.require_scope(p.scopes, READ)
-        self._check_external_id_param(external_id)
+        external_id = self._check_external_id_param(external_id)
         with self.store.read():  # one statement: no write lock needed
             context = self.store.context_by_external(p.tenant_id, external_id)
         if context is None:
@@ -362,7 +363,7 @@ class ContextQBackend:
         return context
 
     def _workspace(self, tenant_id: int, slug: str) -> r.Workspace:
-        parse.parse_path_text(slug, "slug", wire.MAX_WORKSPACE_SLUG_CHARS)
+        slug = parse.parse_path_text(slug, "slug", wire.MAX_WORKSPACE_SLUG_CHARS)
         ws = self._find_workspace(tenant_id, slug)
         if ws is None:
             raise not_found(_msgs.WORKSPACE_NOT_FOUND.format(slug=slug))
@@ -396,8 +397,8 @@ class ContextQBackend:
             )
 
     @staticmethod
-    def _check_external_id_param(external_id: str) -> None:
-        parse.parse_path_text(external_id, "externalId", wire.MAX_EXTERNAL_ID_CHARS)
+    def _check_external_id_param(external_id: str) -> str:
+        return parse.parse_path_text(external_id, "externalId", wire.MAX_EXTERNAL_ID_CHARS)
 
     def _new_context(self, tenant_id: int, item: r.ContextInput) -> r.Context:
         ws = self._resolve_workspace(tenant_id, item.workspace)

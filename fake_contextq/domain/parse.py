@@ -38,6 +38,7 @@ from adapter.wire import (
     WORKSPACE_SLUG_RE,
     canonical_json,
     has_forbidden_char,
+    well_formed,
 )
 from fake_contextq import _msgs
 from fake_contextq.domain import _validate
@@ -78,7 +79,7 @@ def _read_context_fields(
 
 def parse_context_body(raw: bytes | Mapping[str, Any], *, create: bool) -> r.ContextInput:
     """The body of ``POST /api/contexts`` (create) or ``PUT /api/contexts/:id``."""
-    obj = _validate.decode_json(raw) if isinstance(raw, bytes | str) else raw
+    obj = _validate.body_json(raw)
     issues = _validate.Issues()
     result = _read_context_fields(
         _validate.Reader(obj, issues), create=create, require_external_id=False
@@ -89,7 +90,7 @@ def parse_context_body(raw: bytes | Mapping[str, Any], *, create: bool) -> r.Con
 
 def parse_bulk_body(raw: bytes | Mapping[str, Any]) -> list[r.ContextInput]:
     """[assumed] ``{"contexts": [...]}``, 1..500 items, each a create body with ``externalId``."""
-    obj = _validate.decode_json(raw) if isinstance(raw, bytes | str) else raw
+    obj = _validate.body_json(raw)
     issues = _validate.Issues()
     reader = _validate.Reader(obj, issues)
     items: list[r.ContextInput] = []
@@ -150,6 +151,7 @@ def _query_int(
 def parse_list_query(params: Mapping[str, str]) -> r.ListQuery:
     """[seed] filters ``workspace`` and ``tag``; [assumed] ``type``, ``limit``, ``offset``."""
     issues = _validate.Issues(_msgs.INVALID_QUERY)
+    params = {name: well_formed(value) for name, value in params.items()}
     type_ = params.get("type")
     if type_ is not None and type_ not in CONTEXT_TYPES:
         issues.add(
@@ -176,7 +178,7 @@ def parse_list_query(params: Mapping[str, str]) -> r.ListQuery:
 
 def parse_search_body(raw: bytes | Mapping[str, Any]) -> r.SearchQuery:
     """[seed] the 6-type enum on ``type``; [assumed] the other fields and limits."""
-    obj = _validate.decode_json(raw) if isinstance(raw, bytes | str) else raw
+    obj = _validate.body_json(raw)
     issues = _validate.Issues()
     reader = _validate.Reader(obj, issues)
     query = reader.string("query", required=True, min_len=1, max_len=MAX_QUERY_CHARS)
@@ -199,7 +201,7 @@ def parse_search_body(raw: bytes | Mapping[str, Any]) -> r.SearchQuery:
 
 def parse_workspace_body(raw: bytes | Mapping[str, Any]) -> tuple[str, str]:
     """[assumed] ``{"slug", "name"?}``; the name defaults to the slug."""
-    obj = _validate.decode_json(raw) if isinstance(raw, bytes | str) else raw
+    obj = _validate.body_json(raw)
     issues = _validate.Issues()
     reader = _validate.Reader(obj, issues)
     slug = reader.string("slug", required=True, min_len=1, max_len=MAX_WORKSPACE_SLUG_CHARS)
@@ -213,7 +215,8 @@ def parse_workspace_body(raw: bytes | Mapping[str, Any]) -> tuple[str, str]:
 
 def parse_path_text(raw: str, name: str, max_len: int) -> str:
     """[assumed] a text path parameter (an external id, a slug): 1..``max_len`` characters
-    without NUL, else a 400 naming it."""
+    without NUL, else a 400 naming it; a lone surrogate is U+FFFD (``wire.well_formed``)."""
+    raw = well_formed(raw)
     issues = _validate.Issues(_msgs.INVALID_PATH)
     if not raw:
         issues.add((name,), _msgs.TOO_SHORT.format(min=1))
@@ -247,7 +250,7 @@ def _json_size(value: Any) -> int:
 
 
 def _decode(raw: bytes | Mapping[str, Any]) -> Any:
-    return _validate.decode_json(raw) if isinstance(raw, bytes | str) else raw
+    return _validate.body_json(raw)
 
 
 def parse_session_start(raw: bytes | Mapping[str, Any]) -> dict[str, Any]:

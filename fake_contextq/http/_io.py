@@ -9,12 +9,14 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
 
 from fastapi import Request
 from fastapi.responses import Response
 
 from adapter import wire
 from fake_contextq import _msgs
+from fake_contextq.domain._validate import Issues
 from fake_contextq.domain.backend import ContextQBackend
 from fake_contextq.domain.errors import ApiError
 from fake_contextq.domain.store import Store
@@ -41,9 +43,32 @@ def json_response(status: int, body: Any) -> Response:
     text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     try:
         payload = text.encode()
-    except UnicodeEncodeError:  # a lone surrogate: escape it, as JSON.stringify does
-        payload = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+    except UnicodeEncodeError:  # a lone surrogate a store held from before: U+FFFD, as stored
+        well = wire.well_formed_json(body)
+        payload = json.dumps(
+            well, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
     return Response(payload, status_code=status, media_type="application/json")
+
+
+def query_params(request: Request) -> dict[str, str]:
+    """The query's parameters (a repeated name: its last value, as Starlette reads them),
+    each value percent-decoded as UTF-8; one that is not UTF-8 is a 400 naming it
+    (``wire.URL_TEXT_ENCODING``). A name that is not UTF-8 names no parameter: ignored."""
+    raw = request.scope.get("query_string", b"")
+    text = raw.decode("latin-1") if isinstance(raw, bytes | bytearray) else str(raw)
+    issues = Issues(_msgs.INVALID_QUERY)
+    params: dict[str, str] = {}
+    for name, value in parse_qsl(
+        text, keep_blank_values=True, encoding=wire.URL_TEXT_ENCODING, errors="surrogateescape"
+    ):
+        if wire.well_formed(name) != name:
+            continue
+        if wire.well_formed(value) != value:  # undecodable bytes were kept as surrogates
+            issues.add((name,), _msgs.QUERY_NOT_UTF8)
+        params[name] = value
+    issues.check()
+    return params
 
 
 def error_response(exc: ApiError) -> Response:

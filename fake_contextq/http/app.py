@@ -45,6 +45,7 @@ from fake_contextq.http._io import (
     binding,
     error_response,
     json_response,
+    query_params,
     receive_body,
     store_executor,
 )
@@ -81,31 +82,58 @@ def route(api: FastAPI, endpoint: wire.Route, **options: Any) -> Callable[[Handl
     return decorate
 
 
+def _url_text(raw: str, field: str) -> str:
+    """One raw path segment percent-decoded as UTF-8, or a 400 naming ``field`` when it is
+    not UTF-8 (``wire.URL_TEXT_ENCODING``): never U+FFFD in place of what was sent."""
+    try:
+        return unquote(raw, encoding=wire.URL_TEXT_ENCODING, errors="strict")
+    except UnicodeDecodeError:
+        raise ValidationFailed(
+            [{"path": field, "message": _msgs.NOT_UTF8}], _msgs.INVALID_PATH
+        ) from None
+
+
+def _raw_path(request: Request) -> str | None:
+    raw = request.scope.get("raw_path")
+    if not isinstance(raw, bytes | bytearray):  # no raw path: only the decoded one to go by
+        return None
+    return raw.decode("latin-1").split("?", 1)[0]
+
+
 def external_id_from(request: Request) -> str:
     """The external id exactly as sent: taken from the raw path, so ``%2F`` stays a slash
     inside the id instead of being decoded before routing."""
-    raw = request.scope.get("raw_path")
-    if isinstance(raw, bytes | bytearray):
-        raw_path = raw.decode("latin-1").split("?", 1)[0]
-        if raw_path.startswith(BY_EXTERNAL_PREFIX):
-            try:
-                return unquote(raw_path[len(BY_EXTERNAL_PREFIX) :], errors="strict")
-            except UnicodeDecodeError:
-                raise ValidationFailed(
-                    [{"path": "externalId", "message": _msgs.NOT_UTF8}], _msgs.INVALID_PATH
-                ) from None
+    raw_path = _raw_path(request)
+    if raw_path is not None and raw_path.startswith(BY_EXTERNAL_PREFIX):
+        return _url_text(raw_path[len(BY_EXTERNAL_PREFIX) :], "externalId")
     path: str = request.scope["path"]
     return path[len(BY_EXTERNAL_PREFIX) :]
+
+
+def path_text(request: Request, name: str, field: str = "id") -> str:
+    """The path parameter ``name`` as sent, decoded from the raw path as the by-external
+    id is (a 400 naming ``field`` when it is not UTF-8); the router's own decoding, which
+    puts U+FFFD in place of such bytes, only when the raw path does not line up with the
+    route's template."""
+    decoded: str = request.path_params[name]
+    template = getattr(request.scope.get("route"), "path", None)
+    raw_path = _raw_path(request)
+    if not isinstance(template, str) or raw_path is None:
+        return decoded
+    parts, segments = template.split("/"), raw_path.split("/")
+    marker = "{" + name + "}"
+    if marker not in parts or len(parts) != len(segments):
+        return decoded
+    return _url_text(segments[parts.index(marker)], field)
 
 
 def _one_segment(request: Request) -> bool:
     """Whether the by-external parameter is one path segment as sent (``%2F`` is a '/' of
     the id; a bare '/' would be another path, which a ``:externalId`` router never
     matches)."""
-    raw = request.scope.get("raw_path")
-    if not isinstance(raw, bytes | bytearray):  # no raw path: only the decoded one to go by
+    raw_path = _raw_path(request)
+    if raw_path is None:
         return True
-    raw_path = raw.decode("latin-1").split("?", 1)[0]
     return wire.PATH_SEPARATOR not in raw_path[len(BY_EXTERNAL_PREFIX) :]
 
 
@@ -272,8 +300,9 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.PAGE, 400, 403),
     )
     async def list_contexts(request: Request) -> Response:
-        params = request.query_params
-        page = await run_model(request, lambda p, b: b.list_contexts(p, params), render.page_json)
+        page = await run_model(
+            request, lambda p, b: b.list_contexts(p, query_params(request)), render.page_json
+        )
         return json_response(wire.Routes.LIST_CONTEXTS.status, page)
 
     @route(
@@ -316,9 +345,11 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.CONTEXT, 400, 403, 404),
     )
     async def get_context(request: Request) -> Response:
-        context_id = request.path_params["context_id"]
         found = await run_model(
-            request, lambda p, b: b.get_context(p, context_id), render.context_json, lone_read=True
+            request,
+            lambda p, b: b.get_context(p, path_text(request, "context_id")),
+            render.context_json,
+            lone_read=True,
         )
         return json_response(wire.Routes.GET_CONTEXT.status, found)
 
@@ -330,12 +361,11 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.CONTEXT, 400, 403, 404, 409),
     )
     async def update_context(request: Request) -> Response:
-        context_id = request.path_params["context_id"]
         body = await receive_body(request)
 
         changed = await run_model(
             request,
-            lambda p, b: b.update_context(p, context_id, body.checked()),
+            lambda p, b: b.update_context(p, path_text(request, "context_id"), body.checked()),
             render.context_json,
         )
         return json_response(wire.Routes.UPDATE_CONTEXT.status, changed)
@@ -348,8 +378,9 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(204, None, 400, 403, 404),
     )
     async def delete_context(request: Request) -> Response:
-        context_id = request.path_params["context_id"]
-        await run_model(request, lambda p, b: b.delete_context(p, context_id), _nothing)
+        await run_model(
+            request, lambda p, b: b.delete_context(p, path_text(request, "context_id")), _nothing
+        )
         return Response(status_code=wire.Routes.DELETE_CONTEXT.status)
 
     # ----- workspaces -----
@@ -384,12 +415,13 @@ def _routes(*, control: bool) -> FastAPI:
         wire.Routes.ARCHIVE_WORKSPACE,
         tags=["workspaces"],
         openapi_extra=oa.SLUG_PARAM,
-        responses=oa.responses(200, oa.WORKSPACE, 403, 404),
+        responses=oa.responses(200, oa.WORKSPACE, 400, 403, 404),
     )
     async def archive_workspace(request: Request) -> Response:
-        slug = request.path_params["slug"]
         archived = await run_model(
-            request, lambda p, b: b.archive_workspace(p, slug), render.workspace_json
+            request,
+            lambda p, b: b.archive_workspace(p, path_text(request, "slug", "slug")),
+            render.workspace_json,
         )
         return json_response(wire.Routes.ARCHIVE_WORKSPACE.status, archived)
 
@@ -398,11 +430,14 @@ def _routes(*, control: bool) -> FastAPI:
         wire.Routes.DELETE_WORKSPACE,
         tags=["workspaces"],
         openapi_extra=oa.SLUG_PARAM,
-        responses=oa.responses(204, None, 403, 404, 409),
+        responses=oa.responses(204, None, 400, 403, 404, 409),
     )
     async def delete_workspace(request: Request) -> Response:
-        slug = request.path_params["slug"]
-        await run_model(request, lambda p, b: b.delete_workspace(p, slug), _nothing)
+        await run_model(
+            request,
+            lambda p, b: b.delete_workspace(p, path_text(request, "slug", "slug")),
+            _nothing,
+        )
         return Response(status_code=wire.Routes.DELETE_WORKSPACE.status)
 
     # ----- search -----
@@ -446,9 +481,10 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.SESSION, 400, 403, 404),
     )
     async def get_session(request: Request) -> Response:
-        session_id = request.path_params["session_id"]
         session = await run_model(
-            request, lambda p, b: b.agent.get_session(p, session_id), render.session_json
+            request,
+            lambda p, b: b.agent.get_session(p, path_text(request, "session_id")),
+            render.session_json,
         )
         return json_response(wire.Routes.GET_SESSION.status, session)
 
@@ -460,12 +496,11 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.SESSION, 400, 403, 404),
     )
     async def end_session(request: Request) -> Response:
-        session_id = request.path_params["session_id"]
         body = await receive_body(request)
 
         session = await run_model(
             request,
-            lambda p, b: b.agent.end_session(p, session_id, body.checked()),
+            lambda p, b: b.agent.end_session(p, path_text(request, "session_id"), body.checked()),
             render.session_json,
         )
         return json_response(wire.Routes.END_SESSION.status, session)
@@ -478,12 +513,11 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(201, oa.CHECKPOINT, 400, 403, 404, 409),
     )
     async def checkpoint(request: Request) -> Response:
-        session_id = request.path_params["session_id"]
         body = await receive_body(request)
 
         cp = await run_model(
             request,
-            lambda p, b: b.agent.checkpoint(p, session_id, body.checked()),
+            lambda p, b: b.agent.checkpoint(p, path_text(request, "session_id"), body.checked()),
             render.checkpoint_json,
         )
         return json_response(wire.Routes.CHECKPOINT.status, cp)
@@ -496,9 +530,10 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.RESUME, 400, 403, 404),
     )
     async def resume(request: Request) -> Response:
-        session_id = request.path_params["session_id"]
         found = await run_model(
-            request, lambda p, b: b.agent.resume(p, session_id), render.resume_json
+            request,
+            lambda p, b: b.agent.resume(p, path_text(request, "session_id")),
+            render.resume_json,
         )
         return json_response(wire.Routes.RESUME.status, found)
 
@@ -510,12 +545,13 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.TASKS, 400, 403, 404),
     )
     async def list_tasks(request: Request) -> Response:
-        session_id = request.path_params["session_id"]
 
         def show(tasks: list[r.AgentTask]) -> dict[str, Any]:
             return {"items": [render.task_json(t) for t in tasks]}
 
-        listed = await run_model(request, lambda p, b: b.agent.list_tasks(p, session_id), show)
+        listed = await run_model(
+            request, lambda p, b: b.agent.list_tasks(p, path_text(request, "session_id")), show
+        )
         return json_response(wire.Routes.LIST_TASKS.status, listed)
 
     @route(
@@ -544,11 +580,12 @@ def _routes(*, control: bool) -> FastAPI:
         responses=oa.responses(200, oa.TASK, 400, 403, 404, 422),
     )
     async def tick_task(request: Request) -> Response:
-        task_id = request.path_params["task_id"]
         body = await receive_body(request)
 
         task = await run_model(
-            request, lambda p, b: b.agent.tick_task(p, task_id, body.checked()), render.task_json
+            request,
+            lambda p, b: b.agent.tick_task(p, path_text(request, "task_id"), body.checked()),
+            render.task_json,
         )
         return json_response(wire.Routes.TICK_TASK.status, task)
 

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from fake_contextq.mcp.sync_client import McpToolError, SyncMcpClient, result_text
     from fake_contextq.mcp.tools import Rest, run_tool
 
+#: How long one whole tool call of the stdio bridge may take, in seconds, by default
+#: (``fake-contextq mcp --deadline``): every REST call it makes and every byte of their answers.
+CALL_DEADLINE_SECONDS = 30.0
+
 _HOMES = {
     "McpEndpoint": "endpoint",
     "bound_server": "server",
@@ -36,6 +40,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "CALL_DEADLINE_SECONDS",
     "McpEndpoint",
     "McpToolError",
     "Rest",

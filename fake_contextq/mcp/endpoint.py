@@ -15,14 +15,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import re
 from typing import TYPE_CHECKING, Any
 
 import httpx2
 
 from adapter import wire
+from fake_contextq.domain._validate import decode_json
 from fake_contextq.domain.backend import ContextQBackend
-from fake_contextq.domain.errors import ApiError
-from fake_contextq.http._io import SERVED_MCP_KEY, ASGIApp, Receive, Scope, Send, error_response
+from fake_contextq.domain.errors import ApiError, ValidationFailed
+from fake_contextq.http._io import (
+    SERVED_MCP_KEY,
+    ASGIApp,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    error_response,
+)
 from fake_contextq.http.transport import AsyncInProcessTransport
 
 if TYPE_CHECKING:
@@ -176,4 +187,39 @@ class McpEndpoint:
             await error_response(refused)(scope, receive, send)
             return
         manager = await self._manager_started()
-        await manager.handle_request(scope, receive, send)
+        await manager.handle_request(scope, await well_formed_body(scope, receive), send)
+
+
+async def well_formed_body(scope: Scope, receive: Receive) -> Receive:
+    """``receive`` for a request whose JSON body may escape a lone surrogate (``"\\ud800"``):
+    JSON.parse, and so ContextQ's own MCP server, reads one, where the SDK's parser refuses
+    the whole message. Such a body is handed on with each one U+FFFD, as REST stores it
+    ([assumed] ``wire.well_formed``); any other body (and one over the REST body limit, or
+    not JSON) is handed on unread."""
+    messages: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            break
+        size += len(message.get("body", b""))
+        if size > wire.MAX_BODY_BYTES or not message.get("more_body"):
+            break
+    body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
+    if size <= wire.MAX_BODY_BYTES and _SURROGATE_ESCAPE.search(body):
+        with contextlib.suppress(ValidationFailed):
+            well = json.dumps(decode_json(body), ensure_ascii=False).encode()
+            messages = [{"type": "http.request", "body": well, "more_body": False}]
+            scope["headers"] = [
+                (k, str(len(well)).encode() if k == b"content-length" else v)
+                for k, v in scope.get("headers", ())
+            ]
+
+    async def replay() -> Message:
+        return messages.pop(0) if messages else await receive()
+
+    return replay
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")

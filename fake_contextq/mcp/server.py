@@ -40,8 +40,19 @@ def check_arguments(tool: wire.McpTool, arguments: Mapping[str, Any] | None) -> 
 
     Shape is a missing required argument or a value of the wrong JSON type. Values (an
     enum, a range, a length) are ContextQ's rules: REST checks them and its refusal comes
-    back as a tool error, word for word as through REST ([assumed])."""
+    back as a tool error, word for word as through REST ([assumed]). Text that is not valid
+    Unicode is made so first (``wire.well_formed``), as REST makes a body's."""
     args = dict(arguments or {})
+    if wire.nested_too_deep(args):
+        raise MCPError(
+            types.INVALID_PARAMS,
+            _msgs.MCP_BAD_ARGUMENTS.format(
+                name=tool.name,
+                where="arguments",
+                problem=_msgs.MCP_TOO_DEEP.format(depth=wire.MAX_JSON_DEPTH),
+            ),
+        )
+    args = dict(wire.well_formed_json(args))  # [assumed] a lone surrogate is U+FFFD, as in REST
     shape = [e for e in _validator(tool).iter_errors(args) if e.validator in SHAPE_KEYWORDS]
     error = jsonschema.exceptions.best_match(shape)
     if error is not None:

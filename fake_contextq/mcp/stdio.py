@@ -3,6 +3,11 @@
 It reads ``CONTEXT_API_URL`` and ``CONTEXT_API_KEY`` as that package does and talks to the
 ContextQ there over REST, a served fake or a real ContextQ alike: against a real one it is
 a usable bridge, against the fake every rule of the fake holds.
+
+Each tool call has one deadline for all of it (``--deadline``, 30 s): every REST call it
+makes and every byte of their answers, so a ContextQ that answers a byte at a time cannot
+hold a call (and the model waiting on it) longer. Tool errors show the URL without its
+password, query or fragment, and nothing of the key.
 """
 
 from __future__ import annotations
@@ -16,10 +21,9 @@ from mcp.server.stdio import stdio_server
 
 from adapter import wire
 from fake_contextq import _msgs
+from fake_contextq.mcp import CALL_DEADLINE_SECONDS
 from fake_contextq.mcp.server import bound_server
 from fake_contextq.mcp.tools import Rest
-
-TIMEOUT_SECONDS = 30.0
 
 
 def settings(env: Mapping[str, str]) -> tuple[str, str]:
@@ -28,17 +32,20 @@ def settings(env: Mapping[str, str]) -> tuple[str, str]:
     key = env.get(wire.MCP_API_KEY_ENV, "").strip()
     if not key:
         raise SystemExit(_msgs.MCP_NO_KEY_ENV.format(url=wire.MCP_DEFAULT_API_URL))
+    if not key.isascii() or not key.isprintable() or " " in key:
+        # an HTTP header cannot carry it, and the error saying so would quote it
+        raise SystemExit(_msgs.MCP_KEY_NOT_SENDABLE)
     return url.rstrip("/"), key
 
 
-async def serve_stdio(url: str, key: str) -> None:
-    async with httpx2.AsyncClient(base_url=url, timeout=TIMEOUT_SECONDS) as client:
-        server = bound_server(Rest(client, wire.authorization(key)))
+async def serve_stdio(url: str, key: str, deadline: float = CALL_DEADLINE_SECONDS) -> None:
+    async with httpx2.AsyncClient(base_url=url, timeout=deadline) as client:
+        server = bound_server(Rest(client, wire.authorization(key), deadline))
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
 
-def main(env: Mapping[str, str] | None = None) -> int:
+def main(env: Mapping[str, str] | None = None, deadline: float = CALL_DEADLINE_SECONDS) -> int:
     url, key = settings(os.environ if env is None else env)
-    anyio.run(serve_stdio, url, key)
+    anyio.run(serve_stdio, url, key, deadline)
     return 0

@@ -10,25 +10,45 @@ bridges stdio to any ContextQ, fake or real.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types as types
 
 from adapter import wire
 from fake_contextq import _msgs
+from fake_contextq.mcp.masking import scrubbed, shown_url, url_secrets
 
 Answer = tuple[int, Any]
+
+#: The largest REST answer a tool reads: four times the largest request body, more than any
+#: ContextQ answer holds (a bulk upsert's echoes what was sent); past it, an unusable answer.
+MAX_ANSWER_BYTES = 4 * wire.MAX_BODY_BYTES
 
 
 @dataclass(frozen=True, slots=True)
 class Rest:
-    """A ContextQ REST API as one caller sees it: a client, and that caller's key."""
+    """A ContextQ REST API as one caller sees it: a client, that caller's key, and for the
+    stdio bridge a ``deadline``: the seconds a whole tool call (every REST call it makes,
+    every byte of their answers) may take before it is a tool error."""
 
     client: httpx2.AsyncClient
     authorization: str | None
+    deadline: float | None = None
+
+    @property
+    def url(self) -> str:
+        """The base URL as a message may show it (``masking.shown_url``)."""
+        return shown_url(str(self.client.base_url))
+
+    def secrets(self) -> list[str]:
+        """What a message must never show: the URL's credentials, the key and its header."""
+        header = self.authorization or ""
+        return url_secrets(str(self.client.base_url), (header, header.partition(" ")[2]))
 
     async def call(
         self,
@@ -38,32 +58,83 @@ class Rest:
         params: Mapping[str, Any] | None = None,
         body: Any = None,
     ) -> Answer:
-        """(status, decoded JSON body or None), or an ``Unreachable`` error."""
+        """(status, decoded JSON body or None for an empty one), or ``Unreachable`` when no
+        answer came, ``Unusable`` when the answer cannot be read as ContextQ's JSON."""
         headers = {} if self.authorization is None else {"Authorization": self.authorization}
+        target = route.path(**(path or {}))
         try:
-            response = await self.client.request(
-                route.method,
-                route.path(**(path or {})),
-                params=dict(params or {}),
-                json=body,
-                headers=headers,
-            )
+            async with self.client.stream(
+                route.method, target, params=dict(params or {}), json=body, headers=headers
+            ) as response:
+                status = response.status_code
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > MAX_ANSWER_BYTES:
+                    raise self._unusable(route, status, _too_large(int(declared)))
+                raw = bytearray()
+                async for chunk in response.aiter_bytes():
+                    raw += chunk
+                    if len(raw) > MAX_ANSWER_BYTES:
+                        raise self._unusable(route, status, _too_large(len(raw)))
         except httpx2.HTTPError as exc:
-            raise Unreachable(str(self.client.base_url), str(exc) or type(exc).__name__) from exc
-        if not response.content:
-            return response.status_code, None
+            reason = scrubbed(str(exc) or type(exc).__name__, self.secrets())
+            raise Unreachable(self.url, reason) from exc
+        if not raw:
+            return status, None
         try:
-            return response.status_code, response.json()
-        except ValueError:
-            return response.status_code, {
-                "error": "http_error",
-                "message": _msgs.MCP_NOT_JSON.format(status=response.status_code),
-            }
+            return status, _answer_json(bytes(raw))
+        except ValueError as exc:
+            raise self._unusable(route, status, str(exc)) from None
+
+    def _unusable(self, route: wire.Route, status: int, what: str) -> Unusable:
+        return Unusable(self.url, route, status, what)
+
+
+def _too_large(size: int) -> str:
+    return _msgs.MCP_ANSWER_TOO_LARGE.format(size=size, limit=MAX_ANSWER_BYTES)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(_msgs.MCP_ANSWER_NOT_JSON.format(detail=f"{name} is not JSON"))
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(_msgs.MCP_ANSWER_NOT_JSON.format(detail=f"{text} is out of range"))
+    return value
+
+
+def _answer_json(raw: bytes) -> Any:
+    """A REST answer's JSON, read as bounded as the fake reads a request: UTF-8 only, no
+    NaN or Infinity, nested at most ``wire.MAX_JSON_DEPTH`` deep; each lone surrogate then
+    U+FFFD (``wire.well_formed``), as the fake stores it. ValueError saying what is wrong."""
+    try:
+        value = json.loads(raw.decode("utf-8"), parse_constant=_no_constant, parse_float=_finite)
+    except UnicodeDecodeError:
+        raise ValueError(_msgs.MCP_ANSWER_NOT_JSON.format(detail="not UTF-8")) from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(_msgs.MCP_ANSWER_NOT_JSON.format(detail=exc.msg)) from None
+    except RecursionError:
+        raise ValueError(_msgs.MCP_TOO_DEEP.format(depth=wire.MAX_JSON_DEPTH)) from None
+    if wire.nested_too_deep(value):
+        raise ValueError(_msgs.MCP_TOO_DEEP.format(depth=wire.MAX_JSON_DEPTH))
+    return wire.well_formed_json(value)
 
 
 class Unreachable(Exception):
     def __init__(self, url: str, reason: str) -> None:
         super().__init__(_msgs.MCP_UNREACHABLE.format(url=url, reason=reason))
+
+
+class Unusable(Exception):
+    """An answer no tool can use: not JSON, too large or deep, or not the shape asked for."""
+
+    def __init__(self, url: str, route: wire.Route, status: int, what: str) -> None:
+        super().__init__(
+            _msgs.MCP_UNUSABLE.format(
+                url=url, method=route.method, path=route.template, status=status, what=what
+            )
+        )
 
 
 class ToolError(Exception):
@@ -75,11 +146,50 @@ class ToolError(Exception):
         self.body = dict(body)
 
 
-def _ok(answer: Answer) -> Any:
+def _ok(rest: Rest, route: wire.Route, answer: Answer, *, want: str | None = "object") -> Any:
+    """The body of a successful answer; a refusal as ``ToolError``; an answer of the wrong
+    kind (no JSON object where one was due, an error without ContextQ's error body) as
+    ``Unusable``. ``want=None``: any body, or none (a 204)."""
     status, body = answer
     if status >= 400:
-        raise ToolError(status, body if isinstance(body, Mapping) else {"error": str(status)})
+        if isinstance(body, Mapping) and isinstance(body.get("error"), str):
+            raise ToolError(status, body)
+        raise Unusable(rest.url, route, status, _msgs.MCP_NOT_AN_ERROR_BODY.format(got=_kind(body)))
+    if not 200 <= status < 300:
+        raise Unusable(rest.url, route, status, _msgs.MCP_NOT_SUCCESS)
+    if want is not None and not isinstance(body, Mapping):
+        raise Unusable(rest.url, route, status, _msgs.MCP_WRONG_KIND.format(got=_kind(body)))
     return body
+
+
+def _kind(body: Any) -> str:
+    if body is None:
+        return "no body"
+    if isinstance(body, Mapping):
+        return "a JSON object"
+    if isinstance(body, list):
+        return "a JSON array"
+    if isinstance(body, str):
+        return "a JSON string"
+    if isinstance(body, bool):
+        return "a JSON boolean"
+    return "a JSON number"
+
+
+def _page(rest: Rest, route: wire.Route, answer: Answer) -> tuple[list[Any], int, int, int]:
+    """(rows, total, limit, offset) of a list answer, or ``Unusable`` naming what is not."""
+    body = _ok(rest, route, answer)
+    try:
+        rows, total, limit, offset = wire.read_page(body)
+        if not all(isinstance(row, Mapping) for row in rows):
+            raise TypeError("a row that is not an object")
+    except KeyError as exc:
+        what = _msgs.MCP_NOT_A_PAGE.format(problem=f"no {exc.args[0]!r}")
+        raise Unusable(rest.url, route, answer[0], what) from None
+    except (TypeError, ValueError) as exc:
+        what = _msgs.MCP_NOT_A_PAGE.format(problem=str(exc))
+        raise Unusable(rest.url, route, answer[0], what) from None
+    return rows, total, limit, offset
 
 
 def _fields(args: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
@@ -90,6 +200,13 @@ def _path_names(route: wire.Route) -> tuple[str, ...]:
     return tuple(part.split("}")[0] for part in route.template.split("{")[1:])
 
 
+async def _json(
+    rest: Rest, route: wire.Route, *, want: str | None = "object", **request: Any
+) -> Any:
+    """One REST call's usable body (``_ok``)."""
+    return _ok(rest, route, await rest.call(route, **request), want=want)
+
+
 async def _generic(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any:
     """Path parameters from the arguments named in the route; the rest is the body (or
     the query of a GET)."""
@@ -98,8 +215,8 @@ async def _generic(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> A
     path = {n: args[n] for n in names}
     rest_args = {k: v for k, v in args.items() if k not in names}
     if route.method == "GET":
-        return _ok(await rest.call(route, path=path, params=rest_args))
-    return _ok(await rest.call(route, path=path, body=rest_args))
+        return await _json(rest, route, path=path, params=rest_args)
+    return await _json(rest, route, path=path, body=rest_args)
 
 
 async def _save(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any:
@@ -107,52 +224,55 @@ async def _save(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any:
     body.setdefault("type", wire.MCP_SAVE_DEFAULT_TYPE)
     if "title" not in body and isinstance(body.get("content"), str):
         body["title"] = wire.mcp_save_title(body["content"])
-    return _ok(await rest.call(tool.route, body=body))
+    return await _json(rest, tool.route, body=body)
 
 
 async def _get(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any:
     if "externalId" in args:
         route = wire.Routes.GET_CONTEXT_BY_EXTERNAL
-        return _ok(await rest.call(route, path={"external_id": args["externalId"]}))
-    return _ok(await rest.call(tool.route, path={"context_id": args["id"]}))
+        return await _json(rest, route, path={"external_id": args["externalId"]})
+    return await _json(rest, tool.route, path={"context_id": args["id"]})
 
 
 async def _update(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any:
     body = _fields(args, wire.CONTEXT_FIELDS)
-    return _ok(await rest.call(tool.route, path={"context_id": args["id"]}, body=body))
+    return await _json(rest, tool.route, path={"context_id": args["id"]}, body=body)
 
 
 async def _delete(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any:
-    _ok(await rest.call(tool.route, path={"context_id": args["id"]}))
+    await _json(rest, tool.route, want=None, path={"context_id": args["id"]})
     return {"deleted": True, "id": args["id"]}  # [assumed] REST answers 204, no body
 
 
 async def _list(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any:
-    """One tag is REST's own filter; more are applied to every page of the first tag's
-    listing, so ``total`` and the page stay exact ([assumed] every tag must be carried)."""
+    """One tag is REST's own filter. More are applied to every page of the first tag's
+    listing, so ``total`` and the page stay exact ([assumed] every tag must be carried);
+    the first request carries the caller's ``limit`` and ``offset`` as given, so REST's
+    own rules hold them (the same 400 as with one tag), and its page says which apply."""
+    route = tool.route
     params = _fields(args, ("workspace", "type", "limit", "offset"))
     tags: list[str] = list(args.get("tags", ()))
     if len(tags) <= 1:
         if tags:
             params["tag"] = tags[0]
-        return _ok(await rest.call(tool.route, params=params))
-    limit = int(params.pop("limit", wire.LIST_DEFAULT_LIMIT))
-    offset = int(params.pop("offset", 0))
+        return await _json(rest, route, params=params)
+    filters = {**_fields(args, ("workspace", "type")), "tag": tags[0]}
     wanted = set(tags[1:])
-    kept: list[Any] = []
-    seen = 0
-    while True:
-        page = _ok(
-            await rest.call(
-                tool.route,
-                params={**params, "tag": tags[0], "limit": wire.LIST_MAX_LIMIT, "offset": seen},
+    rows, total, limit, offset = _page(
+        rest, route, await rest.call(route, params={**params, "tag": tags[0]})
+    )
+    if offset != 0 or len(rows) < total:  # not every row of the first tag yet: walk them
+        rows, seen = [], 0
+        while True:
+            answer = await rest.call(
+                route, params={**filters, "limit": wire.LIST_MAX_LIMIT, "offset": seen}
             )
-        )
-        rows, total, _, _ = wire.read_page(page)
-        kept += [row for row in rows if wanted <= set(row.get("tags", ()))]
-        seen += len(rows)
-        if not rows or seen >= total:
-            break
+            page, total, _, _ = _page(rest, route, answer)
+            rows += page
+            seen += len(page)
+            if not page or seen >= total:
+                break
+    kept = [row for row in rows if wanted <= set(_tags_of(row))]
     return {
         "items": kept[offset : offset + limit],
         "total": len(kept),
@@ -161,13 +281,19 @@ async def _list(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any:
     }
 
 
+def _tags_of(row: Mapping[str, Any]) -> list[str]:
+    tags = row.get("tags", ())
+    return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
+
+
 async def _stats(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any:
+    route = tool.route
     base = _fields(args, ("workspace",))
     by_type: dict[str, int] = {}
-    _, total, _, _ = wire.read_page(_ok(await rest.call(tool.route, params={**base, "limit": 1})))
+    total = _page(rest, route, await rest.call(route, params={**base, "limit": 1}))[1]
     for type_ in wire.CONTEXT_TYPES:
-        page = _ok(await rest.call(tool.route, params={**base, "type": type_, "limit": 1}))
-        by_type[type_] = wire.read_page(page)[1]
+        answer = await rest.call(route, params={**base, "type": type_, "limit": 1})
+        by_type[type_] = _page(rest, route, answer)[1]
     return {"total": total, "byType": by_type}  # [assumed] the shape of ctx_stats
 
 
@@ -190,13 +316,27 @@ async def run_tool(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> t
     as ``structuredContent``."""
     call = CALLS.get(tool.name, _generic)
     try:
-        answer = await call(rest, tool, args)
+        if rest.deadline is None:
+            answer = await call(rest, tool, args)
+        else:
+            with anyio.fail_after(rest.deadline):
+                answer = await call(rest, tool, args)
     except ToolError as exc:
         return _result(str(exc), exc.body, error=True)
     except Unreachable as exc:
-        return _result(str(exc), {"error": "unreachable", "message": str(exc)}, error=True)
+        return _failure(_msgs.MCP_UNREACHABLE_CODE, str(exc))
+    except Unusable as exc:
+        return _failure(_msgs.MCP_UNUSABLE_CODE, str(exc))
+    except TimeoutError:
+        text = _msgs.MCP_DEADLINE.format(url=rest.url, seconds=rest.deadline, tool=tool.name)
+        return _failure(_msgs.MCP_DEADLINE_CODE, text)
     structured = answer if isinstance(answer, dict) else {"result": answer}
     return _result(json.dumps(answer, ensure_ascii=False), structured, error=False)
+
+
+def _failure(code: str, text: str) -> types.CallToolResult:
+    """A tool error of the bridge itself (no ContextQ error body to pass on)."""
+    return _result(text, {"error": code, "message": text}, error=True)
 
 
 def _result(text: str, structured: dict[str, Any], *, error: bool) -> types.CallToolResult:
