@@ -459,8 +459,8 @@ def test_a_taken_port_for_the_scripted_model_is_one_clear_line(tmp_path: Path) -
 
 
 def _current_dev_venv() -> Path | None:
-    """``dev.py`` when its ``.venv`` exists and is installed from this ``pyproject.toml``,
-    so ``dev.py serve`` starts at once instead of installing (a test must not do that)."""
+    """``dev.py`` when this is its ``.venv``'s Python and that holds everything ``dev.py
+    serve`` needs, so it starts at once instead of installing (a test must not do that)."""
     import importlib.util
 
     path = Path(__file__).resolve().parents[1] / "dev.py"
@@ -469,10 +469,9 @@ def _current_dev_venv() -> Path | None:
         return None
     dev = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(dev)
-    stamp: Path = dev.STAMP
-    if not (dev.BIN / "fake-contextq").exists() or not stamp.exists():
-        return None
-    return path if stamp.read_text() == dev._fingerprint() else None
+    if Path(sys.executable).resolve() != Path(dev.PYTHON).resolve():
+        return None  # dev.py would ask another Python what it lacks, and may install
+    return None if dev.lacking("fake") else path
 
 
 @pytest.mark.skipif(os.name == "nt", reason="dev.py serve runs the server as a child on Windows")

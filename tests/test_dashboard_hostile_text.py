@@ -11,6 +11,8 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
 
 import httpx2
 import pytest
@@ -81,7 +83,12 @@ def test_a_lone_surrogate_from_the_python_api_shows_as_u_fffd_on_every_page(
     fake.backend.agent.end_session(
         me, session.id, {"status": "completed", "summary": "ended " + LONE}
     )
-    assert LONE in fake.contexts(acme)[0].title  # the store holds it as given
+    assert REPLACED in fake.contexts(acme)[0].title  # the edge stored U+FFFD (wire rule)
+    assert LONE not in fake.contexts(acme)[0].title
+    _as_an_old_database_holds_them(fake, acme, session.id)
+    with fake.store.read():
+        held = fake.store.context(acme.id, memory_file.id)
+    assert held is not None and LONE in held.title
 
     tenant = f"{PREFIX}/tenants/{acme.id}"
     for path in (
@@ -102,6 +109,44 @@ def test_a_lone_surrogate_from_the_python_api_shows_as_u_fffd_on_every_page(
         assert text in agent
     opened = shown(ui.get(f"{tenant}/memory", params={"open": memory_file.id}))
     assert "file " + REPLACED in opened
+
+
+def _as_an_old_database_holds_them(fake: FakeContextQ, acme: Tenant, session_id: int) -> None:
+    """Put the lone surrogates back into the stored rows, through the store interface, as a
+    database written before the edge rule (or by plain SQL) may hold them."""
+
+    def raw(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace(REPLACED, LONE)
+        if isinstance(value, dict):
+            return {raw(k): raw(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(raw(v) for v in value)
+        return value
+
+    store = fake.store
+    contexts = fake.contexts(acme)
+    with store.transaction():
+        for c in contexts:
+            store.put_context(
+                replace(c, title=raw(c.title), content=raw(c.content), tags=raw(c.tags),
+                        metadata=raw(c.metadata))
+            )  # fmt: skip
+        session = store.session(acme.id, session_id)
+        assert session is not None
+        store.put_session(
+            replace(session, summary=raw(session.summary), metadata=raw(session.metadata))
+        )
+        for task in store.tasks(session_id):
+            store.put_task(replace(task, title=raw(task.title), key=raw(task.key)))
+        for lesson in store.lessons(acme.id):
+            store.put_lesson(replace(lesson, text=raw(lesson.text)))
+        last = store.last_checkpoint(session_id)
+        assert last is not None
+        store.put_checkpoint(
+            replace(last, id=store.next_id("agent_checkpoint"), seq=last.seq + 1,
+                    state=raw(last.state), summary=raw(last.summary))
+        )  # fmt: skip
 
 
 def test_a_lone_surrogate_in_a_journaled_body_shows_as_u_fffd(
@@ -210,13 +255,19 @@ def test_stored_json_too_deep_to_indent_is_shown_on_one_line_with_a_note(
 ) -> None:
     me = Principal(acme.id, wire.SCOPES, "test")
     deep: object = "bottom"
-    for _ in range(SHOWN_DEPTH + 20):  # the Python API takes what a request body may not
+    for _ in range(SHOWN_DEPTH + 20):  # deeper than any request may bring: an old database
         deep = [deep]
-    made = fake.backend.create_context(
-        me, {"type": "reference", "title": "t", "content": "c", "metadata": {"d": deep}}
-    )
-    session = fake.backend.agent.start_session(me, {"metadata": {"d": deep}})
-    fake.backend.agent.checkpoint(me, session.id, {"seq": 1, "state": {"d": deep}})
+    made = fake.backend.create_context(me, {"type": "reference", "title": "t", "content": "c"})
+    session = fake.backend.agent.start_session(me, {})
+    fake.backend.agent.checkpoint(me, session.id, {"seq": 1, "state": {}})
+    with fake.store.transaction():
+        fake.store.put_context(replace(made, metadata={"d": deep}))
+        fake.store.put_session(replace(session, metadata={"d": deep}))
+        last = fake.store.last_checkpoint(session.id)
+        assert last is not None
+        fake.store.put_checkpoint(
+            replace(last, id=fake.store.next_id("agent_checkpoint"), seq=2, state={"d": deep})
+        )
     note = _msgs.JSON_SHOWN_TOO_DEEP.format(depth=SHOWN_DEPTH)
     context = shown(ui.get(f"{PREFIX}/tenants/{acme.id}/contexts/{made.id}"))
     assert note in context and '{"d": ' + "[" * (SHOWN_DEPTH + 20) + '"bottom"' in context
