@@ -192,6 +192,15 @@ class _Options:
             return _api.finish(call, response)
 
 
+def _closed(call: _api.Call[Any]) -> errors.ContextQConnectionError:
+    """A request on a closed client: a connection error like any other the caller already
+    handles (the memory tool's message, the agent memory's counted failure), not httpx's
+    ``RuntimeError``."""
+    return errors.ContextQConnectionError(
+        "this ContextQ client is closed; make a new one", method=call.method, path=call.path
+    )
+
+
 def _within_deadline(call: _api.Call[Any], timeout: Any) -> Any:
     """The request's timeouts cut to what the deadline of the call in progress leaves (see
     ``adapter._deadline``); none left is a ``ContextQTimeoutError`` before it is sent."""
@@ -247,6 +256,8 @@ class ContextQClient:
     def _send(self, call: _api.Call[T]) -> T:
         """Run one request plan: every method is one, and the memory tool runs the plans
         its core yields through here, so both share the retries."""
+        if self._http.is_closed:
+            raise _closed(call)
         plan = self._opts.exchange(call)
         delay = next(plan)
         while True:
@@ -499,6 +510,8 @@ class AsyncContextQClient:
 
     async def _send(self, call: _api.Call[T]) -> T:
         """Run one request plan, as ``ContextQClient._send``."""
+        if self._http.is_closed:
+            raise _closed(call)
         plan = self._opts.exchange(call)
         delay = next(plan)
         while True:

@@ -449,3 +449,13 @@ def test_a_deadline_must_be_a_positive_number_of_seconds() -> None:
     for bad in (0, -1, float("inf"), float("nan"), "5", True):
         with pytest.raises(ValueError, match="timeout must be a finite number of seconds"):
             _rest_on(lambda _: httpx2.Response(200), timeout=bad)
+
+
+def test_a_closed_rest_memory_counts_failures_and_never_raises(key: str) -> None:
+    """A method called after ``close()`` is a failure like an outage, not httpx's
+    ``RuntimeError`` escaping the best-effort port."""
+    memory = ContextQAgentMemory(ContextQClient(key, base_url="http://127.0.0.1:9"), "ws")
+    memory.close()
+    assert memory.write_record(RunRecord("r1", task="x")) is None
+    assert memory.list_records() == []
+    assert [f.code for f in memory.failures] == ["ContextQConnectionError"] * 2

@@ -236,6 +236,23 @@ def test_the_async_client(fake: FakeContextQ, key: str) -> None:
     assert asyncio.run(main()) == ["hello", "hello", "x/y"]
 
 
+def test_a_closed_client_is_a_connection_error_sync_and_async(key: str) -> None:
+    """Not httpx's RuntimeError, which no caller of a ContextQ client expects (the agent
+    memory promises never to raise; the memory tool turns ContextQ errors into messages)."""
+    api = ContextQClient(key, base_url="http://127.0.0.1:9")  # closed before any request
+    api.close()
+    with pytest.raises(adapter.ContextQConnectionError, match="client is closed"):
+        api.list_workspaces()
+
+    async def main() -> None:
+        client = AsyncContextQClient(key, base_url="http://127.0.0.1:9")
+        await client.aclose()
+        with pytest.raises(adapter.ContextQConnectionError, match="client is closed"):
+            await client.list_workspaces()
+
+    asyncio.run(main())
+
+
 def test_an_unexpected_body_is_a_clear_error(key: str) -> None:
     transport = httpx2.MockTransport(lambda _request: httpx2.Response(200, json={"nope": 1}))
     api = ContextQClient(key, http_client=httpx2.Client(transport=transport, base_url="http://x"))
