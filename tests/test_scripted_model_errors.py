@@ -194,6 +194,25 @@ def test_a_turn_breaking_tool_choice_is_a_script_problem() -> None:
         model.verify()
 
 
+def _ask(model: ScriptedModel, stream: bool) -> None:
+    if not stream:
+        model.client.messages.create(model=MODEL, max_tokens=64, messages=PROMPT)
+        return
+    with model.client.messages.stream(model=MODEL, max_tokens=64, messages=PROMPT) as events:
+        events.get_final_message()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_scripted_lone_surrogate_is_a_script_problem_naming_it(stream: bool) -> None:
+    """Not 'failed: UnicodeEncodeError': the script holds text no API answer can carry."""
+    model = ScriptedModel()
+    model.script(text("half a pair: \ud83d"))
+    with pytest.raises(anthropic.InternalServerError, match=r"unpaired surrogate \(U\+D83D"):
+        _ask(model, stream)
+    with pytest.raises(AssertionError, match="write the whole character"):
+        model.verify()
+
+
 def test_max_tokens_missing_or_above_the_models_limit() -> None:
     model = ScriptedModel()
     http = httpx2.Client(transport=httpx2.MockTransport(model.handle))

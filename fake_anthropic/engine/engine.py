@@ -38,7 +38,7 @@ from fake_anthropic.engine import mcp, structured, surface
 from fake_anthropic.engine import sse as sse
 from fake_anthropic.engine import tool_search as searching
 from fake_anthropic.engine import validation as check
-from fake_anthropic.engine.errors import Refusal, invalid, problem
+from fake_anthropic.engine.errors import Refusal, invalid, problem, utf8
 from fake_anthropic.engine.mcp import McpConnector, McpOutcome, McpServer, McpUnreachable
 from fake_anthropic.engine.signatures import Signatures
 from fake_anthropic.engine.usage import iteration, usage
@@ -526,7 +526,7 @@ class Engine:
             ]
             return Answer(200, headers, sse.stream(message))
         headers = [("content-type", "application/json"), ("request-id", request_id)]
-        return Answer(200, headers, [json.dumps(message, ensure_ascii=False).encode()])
+        return Answer(200, headers, [utf8(json.dumps(message, ensure_ascii=False))])
 
     @staticmethod
     def _scripted_error(item: ApiError) -> Refusal:

@@ -46,6 +46,26 @@ def problem(message: str) -> Refusal:
     return Refusal(500, "api_error", f"scripted model: {message}", problem=True)
 
 
+def utf8(answer: str) -> bytes:
+    """An answer's text as UTF-8; a scripted text that cannot be is a script problem."""
+    try:
+        return answer.encode()
+    except UnicodeEncodeError as exc:
+        raise not_unicode(exc) from None
+
+
+def not_unicode(exc: UnicodeEncodeError) -> Refusal:
+    """A scripted answer holding an unpaired surrogate: the API answers in UTF-8 and never
+    sends one, so the script, not the caller, must change."""
+    found = exc.object[exc.start : exc.end]
+    points = ", ".join(f"U+{ord(ch):04X}" for ch in found)
+    return problem(
+        f"the scripted answer holds an unpaired surrogate ({points}: half of a UTF-16 pair), "
+        "which is not valid Unicode and which the API never sends; write the whole character "
+        "(or U+FFFD) in the script"
+    )
+
+
 SURFACE_MODULE = "fake_anthropic/engine/surface.py"
 _WHAT = {
     "beta": "the beta {name!r} (anthropic-beta header)",

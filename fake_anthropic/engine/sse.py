@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from fake_anthropic.engine.errors import utf8
 from fake_anthropic.engine.usage import delta_usage
 
 Json = dict[str, Any]
@@ -110,7 +111,7 @@ def events(message: Json) -> list[tuple[str, Json]]:
 
 def encode(name: str, data: Json) -> bytes:
     """One event on the wire."""
-    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    return utf8(f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n")
 
 
 def stream(message: Json) -> list[bytes]:
