@@ -21,6 +21,7 @@ import mcp_types as types
 
 from adapter import wire
 from fake_contextq import _msgs
+from fake_contextq.domain._validate import json_type_name
 from fake_contextq.mcp.masking import scrubbed, shown_url, url_secrets
 
 Answer = tuple[int, Any]
@@ -163,17 +164,7 @@ def _ok(rest: Rest, route: wire.Route, answer: Answer, *, want: str | None = "ob
 
 
 def _kind(body: Any) -> str:
-    if body is None:
-        return "no body"
-    if isinstance(body, Mapping):
-        return "a JSON object"
-    if isinstance(body, list):
-        return "a JSON array"
-    if isinstance(body, str):
-        return "a JSON string"
-    if isinstance(body, bool):
-        return "a JSON boolean"
-    return "a JSON number"
+    return "no body" if body is None else f"a JSON {json_type_name(body)}"
 
 
 def _page(rest: Rest, route: wire.Route, answer: Answer) -> tuple[list[Any], int, int, int]:
