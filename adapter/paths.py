@@ -24,6 +24,10 @@ _REFUSED_CATEGORIES = {
     "Zl": "line separator",
     "Zp": "paragraph separator",
 }
+# Characters that read as a path separator without being one: those whose compatibility
+# form (NFKC) holds '/' or '\\' (fullwidth and small solidus), and the slashes Unicode gives
+# no such form (division slash, fraction slash, big solidus, set minus).
+_SLASH_LIKE = frozenset("\u2215\u2044\u29f8\u29f9\u2216")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
@@ -77,6 +81,7 @@ def segments(path: str) -> tuple[str, ...]:
             raise ToolError(f"Path {path} has an empty name ('//').")
         if name in (".", ".."):
             raise ToolError(f"Path {path} has a '{name}' segment; write the path without it.")
+        _check_look_alikes(path, name)
         if name.startswith("."):
             raise ToolError(
                 f"Path {path} names a hidden file or directory ({name}); names may not start "
@@ -85,6 +90,36 @@ def segments(path: str) -> tuple[str, ...]:
         if len(name.encode()) > MAX_NAME_BYTES:
             raise ToolError(f"Path {path} has a name longer than {MAX_NAME_BYTES} bytes.")
     return tuple(names)
+
+
+def _check_look_alikes(path: str, name: str) -> None:
+    """A name a model (or a person) would read as '.', '..', a hidden name or a name with a
+    separator in it is refused: two fullwidth full stops (U+FF0E) or a two dot leader
+    (U+2025) read as a parent directory. Look-alike letters inside an ordinary name are left
+    alone."""
+    if name.isascii():
+        return
+    folded = unicodedata.normalize("NFKC", name)
+    if folded in (".", ".."):
+        raise ToolError(
+            f"Path {path!r} has a segment {name!r} that reads as '{folded}'; write the path "
+            "without it."
+        )
+    if folded.startswith("."):
+        raise ToolError(
+            f"Path {path!r} has a name {name!r} that reads as a hidden name ('{folded[:20]}'); "
+            "names may not start with '.' or a character like it."
+        )
+    for ch in name:
+        if ch in _SLASH_LIKE or (
+            not ch.isascii() and any(c in "/\\" for c in unicodedata.normalize("NFKC", ch))
+        ):
+            what = unicodedata.name(ch, "")
+            raise ToolError(
+                f"Path {path!r} holds U+{ord(ch):04X}"
+                + (f" ({what})" if what else "")
+                + ", which reads as a path separator; separate names with '/' only."
+            )
 
 
 def _escapes(names: list[str]) -> bool:

@@ -178,6 +178,38 @@ def test_an_unsafe_path_is_refused_for_its_own_reason(path: str, reason: str) ->
     assert refusal(path) == f"Path {path} {reason}"
 
 
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("/memories/\uff0e\uff0e/x.md", "has a segment '\uff0e\uff0e' that reads as '..'"),
+        ("/memories/a/\u2025/x.md", "has a segment '\u2025' that reads as '..'"),
+        ("/memories/\ufe52/x.md", "has a segment '\ufe52' that reads as '.'"),
+        ("/memories/\uff0egit/x", "has a name '\uff0egit' that reads as a hidden name"),
+        ("/memories/a\uff0fb.md", "holds U+FF0F (FULLWIDTH SOLIDUS), which reads as a path"),
+        ("/memories/a\uff3cb.md", "holds U+FF3C (FULLWIDTH REVERSE SOLIDUS), which reads"),
+        ("/memories/a\u2215b.md", "holds U+2215 (DIVISION SLASH), which reads as a path"),
+        ("/memories/a\u2044b.md", "holds U+2044 (FRACTION SLASH), which reads as a path"),
+    ],
+)  # fmt: skip
+def test_a_look_alike_of_a_dot_segment_or_a_slash_is_refused(path: str, reason: str) -> None:
+    """A model reads two fullwidth full stops as a parent directory: such a path is refused,
+    not stored under a name that only looks like one."""
+    assert refusal(path).startswith(f"Path {path!r} {reason}")
+
+
+def test_look_alike_letters_inside_an_ordinary_name_are_names() -> None:
+    assert segments("/memories/\uff41bc.md") == ("\uff41bc.md",)
+    assert segments("/memories/caf\u00e9/a\uff0eb.md") == ("caf\u00e9", "a\uff0eb.md")
+
+
+def test_the_tool_refuses_a_fullwidth_parent_segment_and_stores_nothing(
+    tool: ContextQMemoryTool, fake: FakeContextQ, tenant: Tenant
+) -> None:
+    with pytest.raises(ToolError, match=r"reads as '\.\.'"):
+        call(tool, "create", path="/memories/\uff0e\uff0e/x.md", file_text="x")
+    assert fake.memory_files(tenant, "acme") == {}
+
+
 @pytest.mark.parametrize("char", ["\x00", "\x01", "\n", "\x1f", "\x7f"])
 def test_a_control_character_is_refused_and_shown_escaped(char: str) -> None:
     path = f"/memories/a{char}b"
