@@ -92,6 +92,12 @@ def run_within(seconds: float | None, call: Callable[[], T], what: str) -> T:
     raise value
 
 
+def start(call: Callable[[], object]) -> None:
+    """Run ``call`` on one of the deadline's daemon threads, now, and return: for the async
+    port, whose calls must neither queue behind others nor hold the interpreter's exit."""
+    _WORKERS.run(call)
+
+
 class _Workers:
     """Daemon threads that run the calls: an idle one takes the next, another starts when
     none is idle (one left behind by a call past its deadline is busy until it ends), and

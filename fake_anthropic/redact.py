@@ -123,7 +123,8 @@ def redact(value: object, secrets: Sequence[str]) -> object:
 
 def url_secrets(url: str) -> list[str]:
     """The credentials an upstream URL holds (a ``user:password@`` password, values of
-    credential-named query parameters), as written and decoded, for scrubbing text."""
+    credential-named query parameters, the fragment), as written and decoded, for scrubbing
+    text."""
     parts = urlsplit(url)
     found: set[str] = set()
     password = parts.netloc.rpartition("@")[0].partition(":")[2] if "@" in parts.netloc else ""
@@ -132,12 +133,14 @@ def url_secrets(url: str) -> list[str]:
     for raw, name, value in _params(parts.query) if parts.query else []:
         if is_credential_param(name):
             found.update((raw.partition("=")[2], value))
+    if parts.fragment:
+        found.update((parts.fragment, unquote(parts.fragment)))
     return sorted((s for s in found if s), key=len, reverse=True)
 
 
 def masked_url(url: str) -> str:
-    """``url`` as it may be printed: a password and credential-named query values as
-    ``***`` (as ``fake-contextq`` prints a database URL)."""
+    """``url`` as it may be printed: a password, credential-named query values and the
+    fragment as ``***`` (as ``adapter.errors.redact`` shows a URL)."""
     parts = urlsplit(url)
     netloc = parts.netloc
     if "@" in netloc:
@@ -150,7 +153,8 @@ def masked_url(url: str) -> str:
             f"{raw.partition('=')[0]}={MASK}" if is_credential_param(name) else raw
             for raw, name, _ in _params(query)
         )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    # a fragment may carry a token (OAuth's implicit flow does): never shown
+    return urlunsplit((parts.scheme, netloc, parts.path, query, MASK if parts.fragment else ""))
 
 
 def scrub_url(text: str, url: str) -> str:

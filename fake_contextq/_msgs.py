@@ -215,6 +215,10 @@ MCP_KEY_NOT_SENDABLE = (
     "fake-contextq mcp: CONTEXT_API_KEY holds a space, a control character or a character "
     "outside ASCII, which no HTTP header carries; a ContextQ key is sk_live_ and 40 hex digits"
 )
+MCP_URL_UNUSABLE = (
+    "fake-contextq mcp: CONTEXT_API_URL is no http(s) URL with a host ({url}); set it to "
+    "ContextQ's base URL, e.g. {example}"
+)
 MCP_NO_KEY_ENV = (
     "fake-contextq mcp: set CONTEXT_API_KEY to a ContextQ API key (and CONTEXT_API_URL to its "
     "base URL; default {url})"

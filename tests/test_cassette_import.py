@@ -451,6 +451,11 @@ DEEP = 5000
             id="answer-no-message",
         ),
         pytest.param(
+            json.dumps({"interactions": [interaction("https://u:S3CRETPW@[::1/v1/messages")]}),
+            "interaction 0: request.uri is not a URL",
+            id="uri-no-url",
+        ),
+        pytest.param(
             f"interactions:\n- request: {{method: POST, uri: '{ANTHROPIC}'}}\n"
             "  response: !!python/object/apply:os.system ['echo owned']\n",
             "not a vcrpy cassette (invalid YAML: could not determine a constructor for the tag "

@@ -332,6 +332,9 @@ def test_the_fault_form_injects_what_post_faults_injects(
         ({"method": "GET", "path": "/x", "status": "abc"}, "status: "),
         ({"method": "", "path": "/x", "status": "500"}, "method: "),
         ({"method": "GET", "path": "/x", "delay": "-1"}, "delay"),
+        # float() reads these as infinity, which no JSON answer (GET /_fake/faults) can hold
+        ({"method": "GET", "path": "/x", "delay": "inf"}, "delay must be a finite number"),
+        ({"method": "GET", "path": "/x", "delay": "1e400"}, "delay must be a finite number"),
         ({"method": "GET", "path": "/x", "status": "", "times": "1"}, "needs at least one of"),
     ],
 )

@@ -364,3 +364,15 @@ def test_memory_files_show_paths_as_the_tool_does() -> None:
     assert set(fake.memory_files(tenant)) == {
         "/memories/notes/a.md", "/memories/notes/c.md", "/memories/notes/dir/b.md"
     }  # fmt: skip
+
+
+def test_the_journal_shows_a_credential_named_query_value_as_stars(
+    client: httpx2.Client, fake: FakeContextQ, tenant: Tenant
+) -> None:
+    """A key or token sent in the URL (which ContextQ never reads there) is a secret all the
+    same: the journal, its table and its JSON show it masked, the other parameters as sent."""
+    client.get("/api/contexts", params={"limit": 5, "token": "T0KSECRET", "x_api_key": "K3Y"})
+    [entry] = list(fake.journal)
+    assert entry.query == "limit=5&token=***&x_api_key=***"
+    shown = [str(entry), fake.journal.table(), json.dumps(entry.as_dict())]
+    assert not [text for text in shown if "T0KSECRET" in text or "K3Y" in text], shown

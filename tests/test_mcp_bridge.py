@@ -313,3 +313,32 @@ def test_a_key_no_header_can_carry_is_refused_at_start_without_showing_it(key: s
     assert done.returncode == 2
     assert "CONTEXT_API_KEY holds a space, a control character" in done.stderr
     assert KEY[10:20] not in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"http://u:{PASSWORD}@[::1/p?token={TOKEN}#{FRAGMENT}",  # no URL at all
+        f"http://u:{PASSWORD}@127.0.0.1:99999/p?token={TOKEN}#{FRAGMENT}",
+        f"ftp://u:{PASSWORD}@127.0.0.1/p?token={TOKEN}#{FRAGMENT}",
+    ],
+)
+def test_a_url_the_bridge_cannot_use_is_refused_at_start_without_showing_its_secrets(
+    url: str,
+) -> None:
+    """One line saying which variable to fix, not a traceback from the HTTP client (or a
+    tool error on every call for a scheme it cannot speak)."""
+    env = {**os.environ, wire.MCP_API_KEY_ENV: KEY, wire.MCP_API_URL_ENV: url}
+    done = subprocess.run(
+        [sys.executable, "-m", "fake_contextq.cli", "mcp"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("fake-contextq mcp: CONTEXT_API_URL is no http(s) URL"), done
+    assert "Traceback" not in done.stderr
+    shown = done.stderr + done.stdout
+    assert all(s not in shown for s in (PASSWORD, TOKEN, FRAGMENT, KEY[10:20])), shown

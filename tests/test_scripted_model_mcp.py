@@ -248,16 +248,17 @@ def test_an_unreachable_server_is_the_apis_400_naming_it() -> None:
 
 
 def test_an_unusable_servers_url_is_named_without_its_credentials() -> None:
-    """A token in the server URL's query or a password in it never reaches the message."""
+    """A token in the server URL's query or fragment, or a password in it, never reaches
+    the message."""
     model = ScriptedModel()
     model.script(mcp_tool_use("ctx_save", {"content": "x"}, server="contextq"))
-    url = "http://user:S3CRETPW@127.0.0.1:9/mcp?token=T0KENVALUE&x=1"
+    url = "http://user:S3CRETPW@127.0.0.1:9/mcp?token=T0KENVALUE&x=1#access_token=FRAGSECRET"
     message = refused(model, [server(url, "t")])
-    assert "S3CRETPW" not in message and "T0KENVALUE" not in message, message
-    assert "http://user:***@127.0.0.1:9/mcp?token=***&x=1" in message
-    bad = "ftp://user:S3CRETPW@example.com/mcp?token=T0KENVALUE"
+    assert all(s not in message for s in ("S3CRETPW", "T0KENVALUE", "FRAGSECRET")), message
+    assert "http://user:***@127.0.0.1:9/mcp?token=***&x=1#***" in message, message
+    bad = "ftp://user:S3CRETPW@example.com/mcp?token=T0KENVALUE#FRAGSECRET"
     message = refused(ScriptedModel(), [server(bad, "t")])
-    assert "S3CRETPW" not in message and "T0KENVALUE" not in message, message
+    assert all(s not in message for s in ("S3CRETPW", "T0KENVALUE", "FRAGSECRET")), message
 
 
 def test_a_refused_token_is_the_apis_400_naming_the_server(served: ServedFake) -> None:

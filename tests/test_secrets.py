@@ -201,3 +201,18 @@ def test_failure_reports_never_show_the_key(pytester: pytest.Pytester) -> None:
     assert "contextq_server = ContextQServer(url='http://127.0.0.1:" in out
     assert "ContextQ requests" in out
     assert ANY_KEY.search(out) is None
+
+
+@pytest.mark.parametrize("name", ["token", "api_key", "sslkey_secret"])
+def test_serve_on_a_database_url_with_a_credential_query_never_shows_it(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``?token=`` and the like are masked in a database URL as in any other URL, not only
+    ``?password=``: the driver refuses the option, and the line saying so names the URL."""
+    from fake_contextq.cli import main as fake_contextq_cli
+
+    url = f"postgresql://me:{PW}@127.0.0.1:1/db?{name}={PW}x&sslmode=disable"
+    assert fake_contextq_cli(["serve", "--port", "0", "--database-url", url]) != 0
+    said = "".join(capsys.readouterr())
+    assert "cannot use the database postgresql://me:***@127.0.0.1:1/db" in said, said
+    shows_no_secret(said)

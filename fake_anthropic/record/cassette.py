@@ -307,7 +307,10 @@ def convert(path: str | os.PathLike[str], base_urls: Sequence[BaseURL] = ()) -> 
         uri, method = request.get("uri"), request.get("method")
         if not isinstance(uri, str) or not isinstance(method, str):
             raise CassetteError(f"{where}: request.uri and request.method must be strings")
-        parts = urlsplit(uri)
+        try:
+            parts = urlsplit(uri)
+        except ValueError:  # '[' without its ']': shown not at all, since it may hold a key
+            raise CassetteError(f"{where}: request.uri is not a URL") from None
         target = next((t for api in apis if (t := api.target(parts)) is not None), None)
         if target is None:
             skipped += 1

@@ -25,6 +25,7 @@ from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.exceptions import HTTPException
 
 from adapter import wire
+from adapter.errors import redact
 from fake_contextq import _msgs
 from fake_contextq.domain import records as r
 from fake_contextq.domain import render
@@ -731,11 +732,13 @@ class Observed:
                 return
             recorded = True
             query = scope.get("query_string", b"")
+            text = query.decode("latin-1") if isinstance(query, bytes) else str(query)
             self.journal.record(
                 JournalEntry(
                     method=method,
                     path=path,
-                    query=query.decode("latin-1") if isinstance(query, bytes) else str(query),
+                    # a credential-named value (?token=, &api_key=) shown as ***, as anywhere
+                    query=redact("?" + text)[1:] if text else text,
                     status=status,
                     tenant_id=state.get("tenant_id"),
                     duration=time.perf_counter() - started,

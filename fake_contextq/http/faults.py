@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import math
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -75,8 +76,9 @@ class Faults:
                 f"status must be a final HTTP status code (200-599; a 1xx is no answer), "
                 f"got {status!r}"
             )
-        if delay is not None and not delay >= 0:
-            raise ValueError(f"delay must be a number of seconds >= 0, got {delay!r}")
+        if delay is not None and not (delay >= 0 and math.isfinite(delay)):
+            # infinity would stall for good, and no JSON answer (GET /_fake/faults) holds it
+            raise ValueError(f"delay must be a finite number of seconds >= 0, got {delay!r}")
         if times is not None and (isinstance(times, bool) or times < 1):
             raise ValueError(f"times must be a positive count or None (always), got {times!r}")
         if not path.startswith("/"):

@@ -22,6 +22,7 @@ from mcp.server.stdio import stdio_server
 from adapter import wire
 from fake_contextq import _msgs
 from fake_contextq.mcp import CALL_DEADLINE_SECONDS
+from fake_contextq.mcp.masking import shown_url
 from fake_contextq.mcp.server import bound_server
 from fake_contextq.mcp.tools import Rest
 
@@ -35,6 +36,19 @@ def settings(env: Mapping[str, str]) -> tuple[str, str]:
     if not key.isascii() or not key.isprintable() or " " in key:
         # an HTTP header cannot carry it, and the error saying so would quote it
         raise SystemExit(_msgs.MCP_KEY_NOT_SENDABLE)
+    try:  # read as the client will: a URL it cannot parse was a traceback at start
+        parsed = httpx2.URL(url)
+    except httpx2.InvalidURL:
+        parsed = None
+    if (
+        parsed is None
+        or parsed.scheme not in ("http", "https")
+        or not parsed.host
+        or not 0 < (parsed.port or 80) < 2**16  # the client takes port 99999, connect() not
+    ):
+        raise SystemExit(
+            _msgs.MCP_URL_UNUSABLE.format(url=shown_url(url), example=wire.MCP_DEFAULT_API_URL)
+        )
     return url.rstrip("/"), key
 
 

@@ -56,6 +56,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool, StaticPool
 
+from adapter.errors import redact
 from fake_contextq import _msgs
 from fake_contextq.domain.errors import ApiError
 from fake_contextq.domain.records import (
@@ -111,20 +112,27 @@ def database_url(url: str | sa.URL) -> sa.URL:
 
 
 #: Query parameters of a database URL that hold a secret (libpq's ``password`` and
-#: ``sslpassword``, and any other name with "password" in it).
+#: ``sslpassword``, and any other name with "password" in it) ...
 _SECRET_PARAM = "password"
 
 
+def _secret_param(name: str) -> bool:
+    """... or any name ``adapter.errors.redact`` masks in a URL (``token``, ``api_key``,
+    ``*_secret``...): one list of credential names for every URL the project prints."""
+    probe = f"?{name}=v"
+    return _SECRET_PARAM in name.lower() or redact(probe) != probe
+
+
 def url_secrets(url: str | sa.URL) -> list[str]:
-    """Every password ``url`` holds, as ``user:pw@`` or as a ``password`` query parameter
-    (``?password=``, ``&password=``), for scrubbing them from text that may quote it."""
+    """Every password ``url`` holds, as ``user:pw@`` or as a credential-named query
+    parameter (``?password=``, ``&token=``), for scrubbing them from text that may quote it."""
     try:
         parsed = sa.make_url(url)
     except Exception:  # unparsable: nothing to find reliably; the caller shows no URL
         return []
     found = [parsed.password] if parsed.password else []
     for name, value in parsed.query.items():
-        if _SECRET_PARAM in name.lower():
+        if _secret_param(name):
             found += [value] if isinstance(value, str) else list(value)
     return [str(secret) for secret in found if secret]
 
@@ -133,10 +141,7 @@ def redacted_url(url: str | sa.URL) -> str:
     """``url`` as it may be printed: every password replaced by ``***``, whether given as
     ``user:pw@`` or as a query parameter."""
     parsed = sa.make_url(url)
-    hidden = {
-        name: "***" if _SECRET_PARAM in name.lower() else value
-        for name, value in parsed.query.items()
-    }
+    hidden = {name: "***" if _secret_param(name) else value for name, value in parsed.query.items()}
     if hidden != dict(parsed.query):
         parsed = parsed.set(query=hidden)
     return parsed.render_as_string(hide_password=True).replace("%2A%2A%2A", "***")
