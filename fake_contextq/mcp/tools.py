@@ -117,9 +117,12 @@ def _answer_json(raw: bytes) -> Any:
         raise ValueError(_msgs.MCP_ANSWER_NOT_JSON.format(detail=exc.msg)) from None
     except RecursionError:
         raise ValueError(_msgs.MCP_TOO_DEEP.format(depth=wire.MAX_JSON_DEPTH)) from None
-    if wire.nested_too_deep(value):
+    # Both walks only where they can find something: fewer brackets than the limit cannot
+    # nest past it, and a lone surrogate can only arrive escaped (the text was UTF-8).
+    opened = raw.count(b"[") + raw.count(b"{")
+    if opened > wire.MAX_JSON_DEPTH and wire.nested_too_deep(value):
         raise ValueError(_msgs.MCP_TOO_DEEP.format(depth=wire.MAX_JSON_DEPTH))
-    return wire.well_formed_json(value)
+    return wire.well_formed_json(value) if b"\\u" in raw else value
 
 
 class Unreachable(Exception):
