@@ -368,6 +368,35 @@ def test_the_quota_402_never_raises_and_is_counted(
     assert [f.code for f in memory.failures] == ["quota_exceeded"]
 
 
+KEY_SHAPE = "sk_live_" + "0" * 40
+
+
+def test_a_failures_log_line_names_its_code_once(
+    backends: Backends, fake: FakeContextQ, tenant: Tenant, caplog: pytest.LogCaptureFixture
+) -> None:
+    """'failed (quota_exceeded: POST ...: 402 quota_exceeded: ...)' said the code twice."""
+    with _rest(fake, tenant) as c:
+        items = [{"type": "reference", "title": "t", "content": "c", "externalId": f"q{i}"}
+                 for i in range(100)]  # fmt: skip
+        assert c.post("/api/contexts/bulk-upsert", json={"contexts": items}).status_code == 200
+    memory = backends.make("contextq")
+    with caplog.at_level(logging.WARNING, logger="adapter.agent_memory"):
+        assert memory.write_record(run("over")) is None
+    [line] = [r.getMessage() for r in caplog.records if "carrying on" in r.getMessage()]
+    assert line.count("quota_exceeded") == 1, line
+    assert line.startswith(
+        "agent memory: write_record failed (POST /api/contexts/bulk-upsert: 402 "
+    )
+    unreachable = ContextQAgentMemory(
+        ContextQClient(KEY_SHAPE, base_url="http://127.0.0.1:9"), "ws"
+    )
+    unreachable.close()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="adapter.agent_memory"):
+        assert unreachable.list_records() == []
+    assert "failed (ContextQConnectionError: " in caplog.text
+
+
 def test_a_timeout_never_raises_and_is_counted(backends: Backends, fake: FakeContextQ) -> None:
     memory = backends.make("contextq-served", timeout=0.2)
     fake.faults.inject("POST", "/api/agent/boot", delay=1.0)

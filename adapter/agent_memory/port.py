@@ -85,8 +85,10 @@ class BestEffort:
         code = getattr(exc, "code", None) or type(exc).__name__
         failure = Failure(method, str(code), redact(str(exc)))
         self.failures.append(failure)
-        LOG.warning("agent memory: %s failed (%s: %s); carrying on without it",
-                    method, failure.code, failure.message)  # fmt: skip
+        # a ContextQError with a code already says it ('POST /api/contexts: 402
+        # quota_exceeded: ...'); anything else is named by its code or type
+        said = failure.message if getattr(exc, "code", None) else f"{code}: {failure.message}"
+        LOG.warning("agent memory: %s failed (%s); carrying on without it", method, said)
 
 
 def check_preamble_args(top_k: int, max_chars: int) -> None:
