@@ -117,21 +117,9 @@ def loads(raw: bytes | str) -> Any:
     except RecursionError:
         value = None
     else:
-        if not _too_deep(value):
+        if not wire.nested_too_deep(value, MAX_ANSWER_DEPTH):
             return value
     raise ValueError(f"the answer nests deeper than {MAX_ANSWER_DEPTH} levels")
-
-
-def _too_deep(value: Any) -> bool:
-    """Whether arrays and objects nest deeper than ``MAX_ANSWER_DEPTH`` (iteratively)."""
-    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_ANSWER_DEPTH:
-            return True
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
-    return False
 
 
 def _json(response: httpx2.Response) -> Any:
