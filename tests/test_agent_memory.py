@@ -356,13 +356,17 @@ def test_a_read_only_key_never_raises_and_is_counted(
         assert {f.code for f in memory.failures} == {"scope_denied"}
 
 
-def test_the_quota_402_never_raises_and_is_counted(
-    backends: Backends, fake: FakeContextQ, tenant: Tenant
-) -> None:
+def _fill_the_free_plan(fake: FakeContextQ, tenant: Tenant) -> None:
     with _rest(fake, tenant) as c:
         items = [{"type": "reference", "title": "t", "content": "c", "externalId": f"q{i}"}
                  for i in range(100)]  # fmt: skip
         assert c.post("/api/contexts/bulk-upsert", json={"contexts": items}).status_code == 200
+
+
+def test_the_quota_402_never_raises_and_is_counted(
+    backends: Backends, fake: FakeContextQ, tenant: Tenant
+) -> None:
+    _fill_the_free_plan(fake, tenant)
     memory = backends.make("contextq")
     assert memory.write_record(run("over")) is None
     assert [f.code for f in memory.failures] == ["quota_exceeded"]
@@ -375,10 +379,7 @@ def test_a_failures_log_line_names_its_code_once(
     backends: Backends, fake: FakeContextQ, tenant: Tenant, caplog: pytest.LogCaptureFixture
 ) -> None:
     """'failed (quota_exceeded: POST ...: 402 quota_exceeded: ...)' said the code twice."""
-    with _rest(fake, tenant) as c:
-        items = [{"type": "reference", "title": "t", "content": "c", "externalId": f"q{i}"}
-                 for i in range(100)]  # fmt: skip
-        assert c.post("/api/contexts/bulk-upsert", json={"contexts": items}).status_code == 200
+    _fill_the_free_plan(fake, tenant)
     memory = backends.make("contextq")
     with caplog.at_level(logging.WARNING, logger="adapter.agent_memory"):
         assert memory.write_record(run("over")) is None
