@@ -7,7 +7,10 @@ ContextQ disagrees with an ``[assumed]`` line, this module is the place to corre
 nothing else in the project spells these details out again.
 
 This module is a leaf: it imports nothing of this project, so the production client
-reads it without the fake, and the fake (``fake_contextq``) builds on it.
+reads it without the fake, and the fake (``fake_contextq``) builds on it. It holds what a
+client needs to speak to ContextQ; the service's own rules, which no client runs (how a key
+is stored, the audit hash chain, plan quotas), live with the fake in
+``fake_contextq.domain`` (``keys``, ``audit``, ``quota``), marked the same way.
 """
 
 from __future__ import annotations
