@@ -7,14 +7,15 @@ ContextQ disagrees with an ``[assumed]`` line, this module is the place to corre
 nothing else in the project spells these details out again.
 
 This module is a leaf: it imports nothing of this project, so the production client
-reads it without the fake, and the fake (``fake_contextq``) builds on it.
+reads it without the fake, and the fake (``fake_contextq``) builds on it. It holds what a
+client needs to speak to ContextQ; the service's own rules, which no client runs (how a key
+is stored, the audit hash chain, plan quotas), live with the fake in
+``fake_contextq.domain`` (``keys``, ``audit``, ``quota``), marked the same way.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import hmac
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,7 +29,6 @@ from urllib.parse import quote
 KEY_PREFIX: Final = "sk_live_"  # [seed]
 KEY_HEX_LENGTH: Final = 40  # [seed]
 KEY_RE: Final = re.compile(r"sk_live_[0-9a-f]{40}")  # [seed] (lowercase hex: [assumed])
-KEY_DISPLAY_PREFIX_LENGTH: Final = 12  # [assumed] kept for display, the audit log and lookup
 AUTH_SCHEME: Final = "Bearer"  # [seed] ``Authorization: Bearer sk_live_<40 hex>``
 READ: Final = "read"  # [seed]
 WRITE: Final = "write"  # [seed]
@@ -41,58 +41,6 @@ DEFAULT_KEY_SCOPES: Final = (READ, WRITE)  # [assumed] what a key gets when none
 def authorization(key: str) -> str:
     """[seed] The ``Authorization`` header value that carries a key (or any bearer token)."""
     return f"{AUTH_SCHEME} {key}"
-
-
-# [public] "API keys are stored bcrypt-hashed; the plaintext is shown once, at creation"
-# (ContextQ's security page). A salted hash cannot be found by equality, so [assumed] a
-# service finds the row by the key's stored 12-character prefix and then verifies.
-KEY_HASH_BCRYPT: Final = "bcrypt"
-KEY_HASH_SHA256: Final = "sha256"  # this project's earlier assumption, still read
-KEY_HASH_SCHEMES: Final = (KEY_HASH_BCRYPT, KEY_HASH_SHA256)
-DEFAULT_KEY_HASH: Final = KEY_HASH_BCRYPT  # [public]
-KEY_HASH_ENV: Final = "CONTEXTQ_KEY_HASH"  # how the live fixtures hash the keys they mint
-# [assumed] bcryptjs's default cost (10), what a TypeScript service most likely uses; the
-# fake chooses a lower cost for its own keys (see fake_contextq.domain.auth). A service
-# verifies a hash at the cost stored in it, so the live fixtures may mint cheaper keys.
-LIVE_BCRYPT_ROUNDS: Final = 10
-KEY_COST_ENV: Final = "CONTEXTQ_KEY_COST"  # the bcrypt cost the live fixtures mint at
-BCRYPT_COSTS: Final = range(4, 32)  # what bcrypt takes
-
-
-def hash_key(
-    plaintext: str, scheme: str = DEFAULT_KEY_HASH, *, rounds: int = LIVE_BCRYPT_ROUNDS
-) -> str:
-    """[public] bcrypt (salted; the cost is stored in the hash); ``sha256`` is the hex of the
-    whole key, for a stack that differs. bcrypt comes with the ``fake`` extra: the
-    production client never hashes a key."""
-    if scheme == KEY_HASH_SHA256:
-        return hashlib.sha256(plaintext.encode()).hexdigest()
-    if scheme != KEY_HASH_BCRYPT:
-        raise ValueError(
-            f"unknown key hash scheme {scheme!r}; one of {', '.join(KEY_HASH_SCHEMES)}"
-        )
-    import bcrypt
-
-    return bcrypt.hashpw(plaintext.encode(), bcrypt.gensalt(rounds)).decode("ascii")
-
-
-def key_matches(plaintext: str, stored: str) -> bool:
-    """Whether ``stored`` (either scheme, told apart by bcrypt's ``$2`` mark) is the hash of
-    ``plaintext``; both comparisons take the same time however much of it matches."""
-    if stored.startswith("$2"):
-        import bcrypt
-
-        try:
-            return bcrypt.checkpw(plaintext.encode(), stored.encode("ascii"))
-        except ValueError:  # not a well-formed bcrypt hash: it matches nothing
-            return False
-    digest = hashlib.sha256(plaintext.encode()).hexdigest().encode()
-    return hmac.compare_digest(digest, stored.encode("utf-8", "surrogatepass"))
-
-
-def key_display_prefix(plaintext: str) -> str:
-    """[assumed] The first 12 characters are kept for display and the audit log."""
-    return plaintext[:KEY_DISPLAY_PREFIX_LENGTH]
 
 
 def scope_grants(held: Iterable[str], required: str) -> bool:
@@ -233,22 +181,6 @@ class Routes:
 
 
 ROUTES: Final[tuple[Route, ...]] = tuple(v for v in vars(Routes).values() if isinstance(v, Route))
-
-# --- Plans and quotas ----------------------------------------------------------------------------
-
-# [public] the plan names Pro and Enterprise (ContextQ's docs and security pages); [seed]
-# free allows 100 contexts; [assumed] Pro's 10,000 and Enterprise's no limit (None): no
-# quota number is public.
-PLAN_CONTEXT_QUOTAS: Final[Mapping[str, int | None]] = {
-    "free": 100,
-    "pro": 10_000,
-    "enterprise": None,
-}
-# This project's earlier name for the plan without a limit: accepted, with a deprecation
-# warning, for one release (0.2), then refused as any unknown plan is.
-PLAN_ALIASES: Final[Mapping[str, str]] = {"unlimited": "enterprise"}
-DEFAULT_PLAN: Final = "free"
-QUOTA_RESOURCE_CONTEXTS: Final = "contexts"
 
 # --- Contexts ------------------------------------------------------------------------------------
 
@@ -434,43 +366,6 @@ def timestamp(at: datetime) -> str:
     return at.isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
-# --- Audit log ---------------------------------------------------------------------------------
-
-AUDIT_HASHED_FIELDS: Final = (  # [assumed] the fields covered by a row's hash
-    "id",
-    "tenant_id",
-    "actor_key_prefix",
-    "action",
-    "entity",
-    "entity_id",
-    "at",
-)
-
-
-def canonical_json(value: Any) -> str:
-    """[assumed] Sorted keys, no whitespace, UTF-8 kept as is."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def audit_hash(prev_hash: str | None, fields: Mapping[str, Any]) -> str:
-    """[assumed] ``sha256(prev_hash + canonical JSON of the other fields)``; null counts as ''."""
-    payload = (prev_hash or "") + canonical_json({k: fields[k] for k in AUDIT_HASHED_FIELDS})
-    # surrogatepass: a lone surrogate (legal in JSON text) must not make a write fail late
-    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-class AuditAction:
-    """[assumed] The ``action`` names written to the audit log, one per write endpoint."""
-
-    CONTEXT_CREATE: Final = "context.create"
-    CONTEXT_UPDATE: Final = "context.update"
-    CONTEXT_DELETE: Final = "context.delete"
-    CONTEXT_BULK_UPSERT: Final = "context.bulk_upsert"
-    WORKSPACE_CREATE: Final = "workspace.create"
-    WORKSPACE_ARCHIVE: Final = "workspace.archive"
-    WORKSPACE_DELETE: Final = "workspace.delete"
-
-
 # --- Agent Memory Layer ----------------------------------------------------------------------
 # Bodies are snake_case, as the seeds name their fields.
 
@@ -491,21 +386,15 @@ BOOT_LESSONS: Final = 5  # [assumed] lessons recalled into a Boot Pack
 BOOT_FACTS: Final = 5  # [assumed] search hits of the goal in a Boot Pack
 
 
+def canonical_json(value: Any) -> str:
+    """[assumed] Compact JSON (sorted keys, no whitespace, UTF-8 kept as is): what the byte
+    limits of a state or metadata object and the token estimate measure."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def estimate_tokens(value: Any) -> int:
     """[assumed] ~4 characters of compact JSON per token, rounded up."""
     return -(-len(canonical_json(value)) // 4)
-
-
-class AgentAction:
-    """[assumed] audit ``action`` names of the agent layer's writes."""
-
-    SESSION_START: Final = "agent.session.start"
-    SESSION_END: Final = "agent.session.end"
-    CHECKPOINT: Final = "agent.checkpoint"
-    TASK_UPSERT: Final = "agent.task.upsert"
-    TASK_TICK: Final = "agent.task.tick"
-    LESSON_ADD: Final = "agent.lesson.add"
-    HANDOFF: Final = "agent.handoff"
 
 
 # --- The client's side of the same shapes (adapter builds and reads through these) --------

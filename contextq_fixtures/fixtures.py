@@ -109,11 +109,11 @@ def fake_contextq(request: pytest.FixtureRequest) -> Iterator[FakeContextQ]:
 @pytest.fixture
 def contextq_tenant(request: pytest.FixtureRequest, fake_contextq: FakeContextQ) -> Tenant:
     """A tenant of the fake, on the plan the ``contextq`` marker names (``free`` by default)."""
-    from adapter import wire
+    from fake_contextq.domain.quota import DEFAULT_PLAN
 
     options = marker_options(request.node)
     return fake_contextq.create_tenant(
-        options.get("tenant", "test-tenant"), plan=options.get("plan", wire.DEFAULT_PLAN)
+        options.get("tenant", "test-tenant"), plan=options.get("plan", DEFAULT_PLAN)
     )
 
 

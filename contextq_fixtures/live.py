@@ -36,6 +36,8 @@ from contextq_fixtures.database import (
     LiveSetupError,
     one_row,
 )
+from fake_contextq.domain import keys
+from fake_contextq.domain.quota import DEFAULT_PLAN
 
 #: Every throwaway tenant's name starts with this.
 TENANT_PREFIX: Final = "cqmt-live"
@@ -44,6 +46,11 @@ _NAME = re.compile(rf"^{TENANT_PREFIX}-(?P<run>[0-9a-f]{{8}})-(?P<at>\d{{8}}T\d{
 #: A well-formed key that is never sent: it only lets ``check_api`` run the client's checks
 #: of the API URL.
 _PROBE_KEY: Final = wire.KEY_PREFIX + "0" * 40
+
+#: How minted keys are stored: ``bcrypt`` (``keys.DEFAULT_KEY_HASH``) or ``sha256``.
+KEY_HASH_ENV: Final = "CONTEXTQ_KEY_HASH"
+#: The bcrypt cost minted keys are hashed at (``keys.LIVE_BCRYPT_ROUNDS`` unless set).
+KEY_COST_ENV: Final = "CONTEXTQ_KEY_COST"
 
 Report = Callable[[str], None]
 TenantRowFate = Literal["deleted", "chained", "referenced"]
@@ -60,24 +67,24 @@ def _digest(key: str) -> str:
 
 def _key_cost(raw: str) -> int:
     if not raw.strip():
-        return wire.LIVE_BCRYPT_ROUNDS
+        return keys.LIVE_BCRYPT_ROUNDS
     try:
         cost = int(raw)
     except ValueError:
         cost = -1
-    if cost not in wire.BCRYPT_COSTS:
+    if cost not in keys.BCRYPT_COSTS:
         raise LiveSetupError(
-            f"{wire.KEY_COST_ENV} must be a bcrypt cost, a whole number from "
-            f"{wire.BCRYPT_COSTS.start} to {wire.BCRYPT_COSTS.stop - 1}, got {raw!r}"
+            f"{KEY_COST_ENV} must be a bcrypt cost, a whole number from "
+            f"{keys.BCRYPT_COSTS.start} to {keys.BCRYPT_COSTS.stop - 1}, got {raw!r}"
         )
     return cost
 
 
 def _key_hash_scheme(raw: str) -> str:
-    scheme = raw.strip().lower() or wire.DEFAULT_KEY_HASH
-    if scheme not in wire.KEY_HASH_SCHEMES:
+    scheme = raw.strip().lower() or keys.DEFAULT_KEY_HASH
+    if scheme not in keys.KEY_HASH_SCHEMES:
         raise LiveSetupError(
-            f"{wire.KEY_HASH_ENV} must be one of {', '.join(wire.KEY_HASH_SCHEMES)}, got {raw!r}"
+            f"{KEY_HASH_ENV} must be one of {', '.join(keys.KEY_HASH_SCHEMES)}, got {raw!r}"
         )
     return scheme
 
@@ -96,8 +103,8 @@ class LiveConfig:
     reap_after: timedelta = timedelta(hours=1)
     timeout: float = 10.0
     mcp_url: str | None = None  # CONTEXTQ_MCP_URL; None: the API's origin + /mcp
-    key_hash: str = wire.DEFAULT_KEY_HASH  # CONTEXTQ_KEY_HASH: how minted keys are stored
-    key_cost: int = wire.LIVE_BCRYPT_ROUNDS  # CONTEXTQ_KEY_COST: bcrypt's cost for them
+    key_hash: str = keys.DEFAULT_KEY_HASH  # CONTEXTQ_KEY_HASH: how minted keys are stored
+    key_cost: int = keys.LIVE_BCRYPT_ROUNDS  # CONTEXTQ_KEY_COST: bcrypt's cost for them
 
     @property
     def mcp_endpoint(self) -> str:
@@ -138,8 +145,8 @@ class LiveConfig:
             docker_host=env.get("DOCKER_HOST") or None,
             reap_after=age,
             mcp_url=env.get("CONTEXTQ_MCP_URL") or None,
-            key_hash=_key_hash_scheme(env.get(wire.KEY_HASH_ENV, "")),
-            key_cost=_key_cost(env.get(wire.KEY_COST_ENV, "")),
+            key_hash=_key_hash_scheme(env.get(KEY_HASH_ENV, "")),
+            key_cost=_key_cost(env.get(KEY_COST_ENV, "")),
         )
 
     def database(self) -> Database:
@@ -281,10 +288,10 @@ class LiveStack:
                 tenant_sql.PROVISION,
                 {
                     "name": name,
-                    "plan": plan or wire.DEFAULT_PLAN,
+                    "plan": plan or DEFAULT_PLAN,
                     "email": f"{name}@contextq-live.invalid",
                     "key_hash": self._hash(key),
-                    "prefix": wire.key_display_prefix(key),
+                    "prefix": keys.key_display_prefix(key),
                     "scopes": list(wire.SCOPES),
                 },
             ),
@@ -299,8 +306,8 @@ class LiveStack:
             raise LiveSetupError(
                 f"ContextQ at {redact(tenant.base_url)} refused the key minted by direct INSERT "
                 f"({exc.status} {exc.code}): the assumed api_keys columns or key hash "
-                f"({self.config.key_hash}: {wire.KEY_HASH_ENV}={self.config.key_hash}; "
-                f"{wire.KEY_HASH_ENV}=bcrypt|sha256 picks another, see adapter/wire.py) do "
+                f"({self.config.key_hash}: {KEY_HASH_ENV}={self.config.key_hash}; "
+                f"{KEY_HASH_ENV}=bcrypt|sha256 picks another, see fake_contextq/domain/keys.py) do "
                 "not match this ContextQ's, or the API reads another database than "
                 f"{self.database.description}"
             ) from None
@@ -319,7 +326,7 @@ class LiveStack:
             {
                 "tenant_id": tenant.tenant_id,
                 "key_hash": self._hash(key),
-                "prefix": wire.key_display_prefix(key),
+                "prefix": keys.key_display_prefix(key),
                 "scopes": list(scopes),
             },
         )
@@ -330,7 +337,7 @@ class LiveStack:
     def _hash(self, key: str) -> str:
         """The key as the stack stores it: bcrypt at the real service's likely cost (or the
         cost ``CONTEXTQ_KEY_COST`` names), or the scheme ``CONTEXTQ_KEY_HASH`` names."""
-        return wire.hash_key(key, self.config.key_hash, rounds=self.config.key_cost)
+        return keys.hash_key(key, self.config.key_hash, rounds=self.config.key_cost)
 
     def revoke_key(self, key: str) -> None:
         """Revoke a key by SQL, as an admin of the stack would: by its row's id (a salted

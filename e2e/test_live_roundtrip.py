@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from adapter import wire
+from contextq_fixtures.live import KEY_COST_ENV
 from e2e.processes import Served, anthropic_command, start, start_model, stop
 from fake_anthropic import load_recording
 from tests.live_stack import CONTAINER, TEST_KEY_COST, docker_engine_for, libpq_dsn
@@ -71,7 +71,7 @@ def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
     with postgres_schema() as url:
         served = start("--database-url", url)
         try:
-            env = {"CONTEXT_API_URL": served.url, wire.KEY_COST_ENV: str(TEST_KEY_COST)}
+            env = {"CONTEXT_API_URL": served.url, KEY_COST_ENV: str(TEST_KEY_COST)}
             if request.param == "dsn":
                 env["CONTEXTQ_DB_DSN"] = libpq_dsn(url)
                 yield Stack(served, url, env)

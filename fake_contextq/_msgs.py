@@ -121,6 +121,7 @@ BAD_SLUG = (
 )
 DUPLICATE_IN_BATCH = "externalId {external_id!r} appears more than once in this batch."
 NO_SCOPES_KNOWN = "Unknown scope {scope!r}; scopes are read, write and admin."
+UNKNOWN_KEY_HASH = "unknown key hash scheme {scheme!r}; one of {schemes}"
 UNKNOWN_PLAN = "Unknown plan {plan!r}; plans are {plans}."
 PLAN_ALIAS = (
     "plan {plan!r} is now called {name!r}, its public name; {plan!r} is accepted until "

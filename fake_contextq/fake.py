@@ -106,7 +106,7 @@ class FakeContextQ:
 
     # ----- state set-up -----
 
-    def create_tenant(self, name: str | None = None, plan: str = wire.DEFAULT_PLAN) -> Tenant:
+    def create_tenant(self, name: str | None = None, plan: str = quota.DEFAULT_PLAN) -> Tenant:
         return self.backend.create_tenant(name, plan)
 
     def mint_key(self, tenant: TenantRef, scopes: Iterable[str] = wire.DEFAULT_KEY_SCOPES) -> str:

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from adapter import wire
-from contextq_fixtures.live import LiveConfig
+from contextq_fixtures.live import KEY_COST_ENV, LiveConfig
 from fake_contextq import FakeContextQ, ServedFake
 from tests.docker_engine import DockerEngineStandIn, StandInContainer
 from tests.stores import postgres_schema
@@ -52,7 +51,7 @@ class DevStack:
         """The same as environment variables, for a subprocess or pytester. Keys are
         minted at bcrypt's lowest cost: the stack verifies a key at the cost its hash
         holds, and cost 10 (the default, which test_live.py checks) costs 60 ms a key."""
-        env = {"CONTEXT_API_URL": self.served.url, wire.KEY_COST_ENV: str(TEST_KEY_COST)}
+        env = {"CONTEXT_API_URL": self.served.url, KEY_COST_ENV: str(TEST_KEY_COST)}
         if docker:
             assert self.docker_host is not None
             env |= {

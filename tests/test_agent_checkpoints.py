@@ -12,11 +12,12 @@ import pytest
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant
+from fake_contextq.domain.audit import AgentAction
 from tests.helpers import actions, checkpoint, error, issue_paths, ok, resume, start, tick, upsert
 
 pytestmark = pytest.mark.all_stores
 
-A = wire.AgentAction
+A = AgentAction
 
 
 def test_checkpoint_seq_is_exactly_last_plus_one(client: httpx2.Client, fake: FakeContextQ) -> None:

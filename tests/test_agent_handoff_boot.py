@@ -11,6 +11,7 @@ import pytest
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant
+from fake_contextq.domain.audit import AgentAction
 from fake_contextq.domain.handoff import HandoffMaterial
 from tests.helpers import (
     actions,
@@ -28,7 +29,7 @@ from tests.helpers import (
 
 pytestmark = pytest.mark.all_stores
 
-A = wire.AgentAction
+A = AgentAction
 
 
 def pack_cost(pack: dict[str, Any]) -> int:

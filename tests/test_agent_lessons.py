@@ -12,11 +12,12 @@ import pytest
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant
+from fake_contextq.domain.audit import AgentAction
 from tests.helpers import actions, boot, error, issue_paths, lesson, start
 
 pytestmark = pytest.mark.all_stores
 
-A = wire.AgentAction
+A = AgentAction
 DIM = wire.EMBEDDING_DIMENSIONS
 
 

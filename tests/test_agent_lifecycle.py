@@ -7,8 +7,9 @@ from itertools import pairwise
 
 import pytest
 
-from adapter import wire
 from fake_contextq import FakeContextQ
+from fake_contextq.domain import keys
+from fake_contextq.domain.audit import AgentAction, AuditAction
 from tests.helpers import (
     actions,
     boot,
@@ -25,7 +26,7 @@ from tests.helpers import (
 
 pytestmark = pytest.mark.all_stores
 
-A = wire.AgentAction
+A = AgentAction
 
 
 def test_the_full_life_of_a_run_and_the_boot_of_the_next(llm_fake: FakeContextQ) -> None:
@@ -129,7 +130,7 @@ def test_the_full_life_of_a_run_and_the_boot_of_the_next(llm_fake: FakeContextQ)
         assert resume(c, nxt["id"]) == {"session": nxt, "checkpoint": None, "open_tasks": []}
 
     assert actions(fake) == [
-        wire.AuditAction.CONTEXT_CREATE,
+        AuditAction.CONTEXT_CREATE,
         A.SESSION_START,
         A.CHECKPOINT,
         A.CHECKPOINT,
@@ -201,7 +202,7 @@ def test_every_agent_write_appends_one_chained_row_and_reads_none(llm_fake: Fake
     rows = fake.audit_log()
     assert [(r.action, r.entity, r.entity_id) for r in rows] == expected
     assert all(r.tenant_id == tenant.id for r in rows)
-    assert all(r.actor_key_prefix == wire.key_display_prefix(key) for r in rows)
+    assert all(r.actor_key_prefix == keys.key_display_prefix(key) for r in rows)
     assert {r.action for r in rows} == {
         v for k, v in vars(A).items() if k.isupper() and isinstance(v, str)
     }

@@ -10,11 +10,12 @@ import pytest
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant
+from fake_contextq.domain.audit import AgentAction
 from tests.helpers import actions, error, issue_paths, ok, resume, start
 
 pytestmark = pytest.mark.all_stores
 
-A = wire.AgentAction
+A = AgentAction
 
 
 def test_session_start_get_and_shape(client: httpx2.Client, fake: FakeContextQ) -> None:

@@ -10,11 +10,12 @@ import pytest
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant
+from fake_contextq.domain.audit import AgentAction
 from tests.helpers import actions, error, issue_paths, ok, resume, start, tick, upsert
 
 pytestmark = pytest.mark.all_stores
 
-A = wire.AgentAction
+A = AgentAction
 
 
 def test_task_upsert_is_keyed_by_session_and_key(client: httpx2.Client, fake: FakeContextQ) -> None:

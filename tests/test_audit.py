@@ -7,8 +7,8 @@ from itertools import pairwise
 import httpx2
 import pytest
 
-from adapter import wire
 from fake_contextq import AuditChainError, FakeContextQ, Tenant
+from fake_contextq.domain.audit import AuditAction, audit_hash
 from tests.helpers import context_body
 from tests.stores import delete_audit, tamper_audit
 
@@ -31,7 +31,7 @@ def test_writes_append_chained_rows_and_reads_do_not(
     client.delete(f"/api/contexts/{created['id']}")
 
     rows = fake.audit_log()
-    A = wire.AuditAction
+    A = AuditAction
     assert [r.action for r in rows] == [
         A.CONTEXT_CREATE,
         A.CONTEXT_UPDATE,
@@ -71,7 +71,7 @@ def test_the_hash_follows_the_contract_formula(client: httpx2.Client, fake: Fake
     client.post("/api/contexts", json=context_body())
     client.post("/api/contexts", json=context_body())
     first, second = fake.audit_log()
-    assert second.hash == wire.audit_hash(first.hash, second.hashed_fields())
+    assert second.hash == audit_hash(first.hash, second.hashed_fields())
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,8 @@ from dataclasses import replace
 import httpx2
 import pytest
 
-from adapter import wire
 from fake_contextq import AuditChainError, FakeContextQ
-from fake_contextq.domain.audit import chain_row, verify_chain
+from fake_contextq.domain.audit import audit_hash, chain_row, verify_chain
 from fake_contextq.domain.records import AuditRow
 from tests.helpers import context_body
 from tests.stores import tamper_audit
@@ -56,7 +55,7 @@ def test_a_row_is_hashed_over_every_field_and_the_previous_hash() -> None:
         "context.delete",
     )
     assert (made.entity, made.entity_id, made.at, made.prev_hash) == ("context", "7", AT, "ab" * 32)
-    assert made.hash == wire.audit_hash("ab" * 32, made.hashed_fields())
+    assert made.hash == audit_hash("ab" * 32, made.hashed_fields())
     assert made.hash != row(None, 7, action="context.delete").hash
 
 
@@ -102,7 +101,7 @@ def test_a_row_whose_contents_changed_is_caught(position: int) -> None:
     rows[position] = replace(victim, action="context.delete")
     caught = refusal(rows)
     assert caught.row_id == victim.id
-    expected = wire.audit_hash(victim.prev_hash, rows[position].hashed_fields())
+    expected = audit_hash(victim.prev_hash, rows[position].hashed_fields())
     assert str(caught) == (
         f"audit row {victim.id}: stored hash {victim.hash} does not match its contents ({expected})"
     )
@@ -123,9 +122,7 @@ def test_the_fake_catches_a_forged_first_row(client: httpx2.Client, fake: FakeCo
         assert client.post("/api/contexts", json=context_body()).status_code == 201
     first = fake.audit_log()[0]
     prev = "f" * 64
-    tamper_audit(
-        fake.store, first.id, prev_hash=prev, hash=wire.audit_hash(prev, first.hashed_fields())
-    )
+    tamper_audit(fake.store, first.id, prev_hash=prev, hash=audit_hash(prev, first.hashed_fields()))
     with pytest.raises(AuditChainError) as caught:
         fake.verify_audit_chain()
     assert caught.value.row_id == first.id

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from adapter import wire
 from fake_contextq import FakeContextQ, Tenant, _msgs
+from fake_contextq.domain import keys
 from tests.helpers import context_body
 
 pytestmark = pytest.mark.all_stores
@@ -124,7 +124,7 @@ def test_only_the_hash_and_prefix_of_a_key_are_stored(fake: FakeContextQ, tenant
     assert key not in repr(stored)
     assert stored.prefix == key[:12]
     assert stored.key_hash.startswith("$2b$04$")  # bcrypt, the fake's cost (see auth.py)
-    assert wire.key_matches(key, stored.key_hash)
+    assert keys.key_matches(key, stored.key_hash)
     assert stored.scopes == ("read",)
 
 

@@ -15,6 +15,7 @@ import pytest
 from adapter import wire
 from fake_contextq import ApiError, FakeContextQ, Tenant
 from fake_contextq import _msgs as m
+from fake_contextq.domain.audit import AgentAction, AuditAction
 from fake_contextq.stores.sql import SqlStore
 from tests.helpers import context_body, error, ok
 
@@ -115,7 +116,7 @@ def test_the_agent_layer_shares_the_backends_store_audit_embedder_and_llm(
         ok(c.post("/api/agent/handoff", json={"workspace": "ws"}), 201)
     (stored,) = llm_fake.lessons(t)
     assert stored.embedding is not None
-    A = wire.AgentAction
+    A = AgentAction
     assert [r.action for r in llm_fake.audit_log()] == [A.LESSON_ADD, A.HANDOFF]
 
 
@@ -215,7 +216,7 @@ def test_each_write_appends_its_action_entity_and_id(
     ok(client.post("/api/workspaces/ws/archive"))
     assert client.delete("/api/workspaces/ws").status_code == 204
     assert client.delete(f"/api/contexts/{cid}").status_code == 204
-    A = wire.AuditAction
+    A = AuditAction
     rows = fake.audit_log()
     assert [(r.action, r.entity, r.entity_id) for r in rows] == [
         (A.CONTEXT_CREATE, "context", cid),

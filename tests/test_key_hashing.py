@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant, _msgs
+from fake_contextq.domain import keys
 from fake_contextq.domain.records import ApiKey
 from fake_contextq.stores.sql import SqlStore
 from tests.helpers import context_body
@@ -71,9 +72,9 @@ def test_the_plaintext_key_is_stored_nowhere(fake: FakeContextQ, tenant: Tenant)
         assert c.post("/api/contexts", json=context_body()).status_code == 201
         assert c.get("/api/contexts").status_code == 200
     stored = _everything_stored(fake)
-    assert key[: wire.KEY_DISPLAY_PREFIX_LENGTH] in stored  # the lookup prefix is kept
+    assert key[: keys.KEY_DISPLAY_PREFIX_LENGTH] in stored  # the lookup prefix is kept
     assert key not in stored
-    assert key[wire.KEY_DISPLAY_PREFIX_LENGTH :] not in stored
+    assert key[keys.KEY_DISPLAY_PREFIX_LENGTH :] not in stored
 
 
 def test_a_key_is_stored_as_its_prefix_and_a_bcrypt_hash(
@@ -81,7 +82,7 @@ def test_a_key_is_stored_as_its_prefix_and_a_bcrypt_hash(
 ) -> None:
     key = fake.mint_key(tenant)
     [stored] = fake.keys(tenant)
-    assert stored.prefix == key[: wire.KEY_DISPLAY_PREFIX_LENGTH]
+    assert stored.prefix == key[: keys.KEY_DISPLAY_PREFIX_LENGTH]
     assert stored.key_hash.startswith("$2b$")
     assert bcrypt.checkpw(key.encode(), stored.key_hash.encode())
 
@@ -128,7 +129,7 @@ def _put_key(fake: FakeContextQ, tenant: Tenant, plaintext: str, key_hash: str) 
                 id=store.next_id("api_key"),
                 tenant_id=tenant.id,
                 key_hash=key_hash,
-                prefix=wire.key_display_prefix(plaintext),
+                prefix=keys.key_display_prefix(plaintext),
                 scopes=wire.SCOPES,
                 created_at=datetime.now(UTC),
             )
@@ -139,8 +140,8 @@ def test_keys_sharing_a_prefix_each_reach_their_own_tenant(fake: FakeContextQ) -
     """The prefix holds 16 bits of the key: lookups must verify every row it finds."""
     first, second = fake.create_tenant("a"), fake.create_tenant("b")
     one, two = "sk_live_abcd" + "1" * 36, "sk_live_abcd" + "2" * 36
-    _put_key(fake, first, one, wire.hash_key(one, rounds=4))
-    _put_key(fake, second, two, wire.hash_key(two, rounds=4))
+    _put_key(fake, first, one, keys.hash_key(one, rounds=4))
+    _put_key(fake, second, two, keys.hash_key(two, rounds=4))
     with fake.client(one) as c:
         made = c.post("/api/contexts", json=context_body(title="first's"))
         assert made.status_code == 201

@@ -19,12 +19,15 @@ from adapter.errors import AuthenticationError
 from contextq_fixtures import tenant_sql
 from contextq_fixtures.database import DockerPsqlDatabase, DsnDatabase, LiveSetupError
 from contextq_fixtures.live import (
+    KEY_COST_ENV,
+    KEY_HASH_ENV,
     LiveConfig,
     LiveStack,
     LiveTenant,
     parse_tenant_name,
     tenant_name,
 )
+from fake_contextq.domain import keys
 from fake_contextq.stores import schema
 from tests.live_stack import CONTAINER, DevStack, dev_stack
 
@@ -385,15 +388,15 @@ def test_without_the_docker_package_it_says_how_to_get_it_or_avoid_it() -> None:
 
 def test_minted_keys_are_bcrypt_at_the_real_services_likely_cost(stack: DevStack) -> None:
     """Without ``CONTEXTQ_KEY_COST`` (which the other tests set to bcrypt's lowest)."""
-    env = {k: v for k, v in stack.env().items() if k != wire.KEY_COST_ENV}
+    env = {k: v for k, v in stack.env().items() if k != KEY_COST_ENV}
     live = LiveStack(LiveConfig.from_env(env), report=lambda _: None)
     try:
         tenant = live.provision()
         stored = str(stack.scalar("select key_hash from api_keys where id = :k", k=tenant.key_id))
-        assert stored.startswith(f"$2b${wire.LIVE_BCRYPT_ROUNDS:02d}$")
-        assert wire.key_matches(tenant.key, stored)
+        assert stored.startswith(f"$2b${keys.LIVE_BCRYPT_ROUNDS:02d}$")
+        assert keys.key_matches(tenant.key, stored)
         prefix = stack.scalar("select prefix from api_keys where id = :k", k=tenant.key_id)
-        assert prefix == tenant.key[: wire.KEY_DISPLAY_PREFIX_LENGTH]
+        assert prefix == tenant.key[: keys.KEY_DISPLAY_PREFIX_LENGTH]
         assert tenant.client.list_contexts().total == 0  # the stack found it by prefix, verified
         live.cleanup(tenant)
     finally:
@@ -401,8 +404,8 @@ def test_minted_keys_are_bcrypt_at_the_real_services_likely_cost(stack: DevStack
 
 
 def test_a_stack_that_stores_sha256_is_one_setting_away(stack: DevStack) -> None:
-    config = LiveConfig.from_env({**stack.env(), wire.KEY_HASH_ENV: "sha256"})
-    assert config.key_hash == wire.KEY_HASH_SHA256
+    config = LiveConfig.from_env({**stack.env(), KEY_HASH_ENV: "sha256"})
+    assert config.key_hash == keys.KEY_HASH_SHA256
     live = LiveStack(config, report=lambda _: None)
     try:
         tenant = live.provision()
@@ -415,7 +418,7 @@ def test_a_stack_that_stores_sha256_is_one_setting_away(stack: DevStack) -> None
 
 
 def test_keys_may_be_minted_at_another_bcrypt_cost(stack: DevStack) -> None:
-    config = LiveConfig.from_env({**stack.env(), wire.KEY_COST_ENV: "5"})
+    config = LiveConfig.from_env({**stack.env(), KEY_COST_ENV: "5"})
     assert config.key_cost == 5
     live = LiveStack(config, report=lambda _: None)
     try:
@@ -431,12 +434,12 @@ def test_keys_may_be_minted_at_another_bcrypt_cost(stack: DevStack) -> None:
 @pytest.mark.parametrize("cost", ["3", "32", "ten", "4.5"])
 def test_a_cost_bcrypt_does_not_take_is_one_clear_error(cost: str) -> None:
     with pytest.raises(LiveSetupError, match=r"CONTEXTQ_KEY_COST must be a bcrypt cost, a whole"):
-        LiveConfig.from_env({wire.KEY_COST_ENV: cost})
+        LiveConfig.from_env({KEY_COST_ENV: cost})
 
 
 def test_an_unknown_hash_scheme_is_one_clear_error() -> None:
     with pytest.raises(LiveSetupError, match="CONTEXTQ_KEY_HASH must be one of bcrypt, sha256"):
-        LiveConfig.from_env({wire.KEY_HASH_ENV: "md5"})
+        LiveConfig.from_env({KEY_HASH_ENV: "md5"})
 
 
 def test_a_minted_key_is_revoked_by_its_row_id(live: LiveStack, stack: DevStack) -> None:

@@ -31,8 +31,9 @@ from hypothesis.stateful import (
 )
 
 from adapter import wire
-from adapter.wire import SCOPES, AuditAction
+from adapter.wire import SCOPES
 from fake_contextq import FakeContextQ
+from fake_contextq.domain.audit import AuditAction
 
 N_TENANTS = 3
 WRITE_METHODS = frozenset({"POST", "PUT", "DELETE"})

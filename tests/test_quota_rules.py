@@ -8,8 +8,8 @@ from dataclasses import replace
 import httpx2
 import pytest
 
-from adapter import wire
 from fake_contextq import FakeContextQ, Tenant, ValidationFailed
+from fake_contextq.domain.quota import PLAN_CONTEXT_QUOTAS
 from tests.helpers import context_body, fill
 
 pytestmark = pytest.mark.all_stores
@@ -82,7 +82,7 @@ def test_an_upsert_that_lands_exactly_on_the_limit_passes(
 def test_the_enterprise_plan_has_no_quota(
     client: httpx2.Client, fake: FakeContextQ, tenant: Tenant
 ) -> None:
-    assert wire.PLAN_CONTEXT_QUOTAS["enterprise"] is None
+    assert PLAN_CONTEXT_QUOTAS["enterprise"] is None
     fake.set_plan(tenant, "enterprise")
     fill(client, 101)
     assert client.post("/api/contexts", json=context_body()).status_code == 201

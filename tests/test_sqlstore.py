@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant, _msgs
+from fake_contextq.domain import keys
 from fake_contextq.http.control import new_control_token
 from fake_contextq.stores import schema as s
 from fake_contextq.stores.sql import (
@@ -269,8 +270,8 @@ def _insert_tenant_and_key_by_plain_sql(url: str, plaintext: str) -> int:
             ),
             {
                 "tenant": tenant_id,
-                "hash": wire.hash_key(plaintext),
-                "prefix": wire.key_display_prefix(plaintext),
+                "hash": keys.hash_key(plaintext),
+                "prefix": keys.key_display_prefix(plaintext),
                 "scopes": json.dumps(list(wire.SCOPES)),
             },
         )

@@ -21,6 +21,7 @@ from adapter import wire
 from fake_contextq import __version__, _msgs
 from fake_contextq.domain.auth import normalise_scopes
 from fake_contextq.domain.errors import ApiError
+from fake_contextq.domain.quota import DEFAULT_PLAN, PLAN_ALIASES, PLAN_CONTEXT_QUOTAS
 from fake_contextq.mcp import CALL_DEADLINE_SECONDS as MCP_DEADLINE_SECONDS
 
 if TYPE_CHECKING:
@@ -52,8 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--plan",
-        default=wire.DEFAULT_PLAN,
-        choices=[*wire.PLAN_CONTEXT_QUOTAS, *wire.PLAN_ALIASES],
+        default=DEFAULT_PLAN,
+        choices=[*PLAN_CONTEXT_QUOTAS, *PLAN_ALIASES],
         help="plan of the seeded tenant (free: 100 contexts, pro: 10,000, enterprise: no "
         "limit; 'unlimited' is enterprise's deprecated name)",
     )
@@ -291,7 +292,7 @@ def serve(args: argparse.Namespace) -> int:
     try:
         extra_scopes = [normalise_scopes(spec) for spec in args.key]
         existing = [t for t in fake.tenants() if t.name == args.tenant_name]
-        plan = wire.PLAN_ALIASES.get(args.plan, args.plan)
+        plan = PLAN_ALIASES.get(args.plan, args.plan)
         if plan != args.plan:
             print(
                 f"fake-contextq: {_msgs.PLAN_ALIAS.format(plan=args.plan, name=plan)}",

@@ -18,6 +18,7 @@ from adapter import wire
 from fake_contextq import _msgs
 from fake_contextq.domain import auth, parse, render
 from fake_contextq.domain import records as r
+from fake_contextq.domain.audit import AgentAction
 from fake_contextq.domain.embeddings import cosine
 from fake_contextq.domain.errors import ApiError, not_found
 from fake_contextq.domain.handoff import HandoffMaterial, Summariser
@@ -79,7 +80,7 @@ class AgentLayer:
                 started_at=self.backend.clock(),
             )
             self.store.put_session(session)
-            self.backend.audit(p, wire.AgentAction.SESSION_START, "agent_session", str(session.id))
+            self.backend.audit(p, AgentAction.SESSION_START, "agent_session", str(session.id))
             return session
 
     def get_session(self, p: r.Principal, raw_id: str | int) -> r.AgentSession:
@@ -100,7 +101,7 @@ class AgentLayer:
                 ended_at=self.backend.clock(),
             )
             self.store.put_session(session)
-            self.backend.audit(p, wire.AgentAction.SESSION_END, "agent_session", str(session.id))
+            self.backend.audit(p, AgentAction.SESSION_END, "agent_session", str(session.id))
             return session
 
     # ----- checkpoints -----
@@ -128,7 +129,7 @@ class AgentLayer:
                 created_at=self.backend.clock(),
             )
             self.store.put_checkpoint(cp)
-            self.backend.audit(p, wire.AgentAction.CHECKPOINT, "agent_checkpoint", str(cp.id))
+            self.backend.audit(p, AgentAction.CHECKPOINT, "agent_checkpoint", str(cp.id))
             return cp
 
     def resume(self, p: r.Principal, raw_id: str | int) -> r.Resume:
@@ -198,7 +199,7 @@ class AgentLayer:
                     issues=[{"path": "parent_key", "message": _msgs.TASK_CYCLE}],
                 )
             self.store.put_task(task)
-            self.backend.audit(p, wire.AgentAction.TASK_UPSERT, "agent_task", str(task.id))
+            self.backend.audit(p, AgentAction.TASK_UPSERT, "agent_task", str(task.id))
             return task, old is None
 
     def tick_task(self, p: r.Principal, raw_id: str | int, body: Body) -> r.AgentTask:
@@ -216,7 +217,7 @@ class AgentLayer:
                 updated_at=self.backend.clock(),
             )
             self.store.put_task(task)
-            self.backend.audit(p, wire.AgentAction.TASK_TICK, "agent_task", str(task.id))
+            self.backend.audit(p, AgentAction.TASK_TICK, "agent_task", str(task.id))
             return task
 
     def list_tasks(self, p: r.Principal, raw_id: str | int) -> list[r.AgentTask]:
@@ -252,7 +253,7 @@ class AgentLayer:
             if vector is not None:
                 lesson = replace(lesson, embedding=vector)
                 self.store.put_lesson(lesson)
-            self.backend.audit(p, wire.AgentAction.LESSON_ADD, "agent_lesson", str(lesson.id))
+            self.backend.audit(p, AgentAction.LESSON_ADD, "agent_lesson", str(lesson.id))
             return lesson
 
     def _embedding(self, text: str) -> tuple[float, ...] | None:
@@ -336,7 +337,7 @@ class AgentLayer:
                 created_at=self.backend.clock(),
             )
             self.store.put_handoff(handoff)
-            self.backend.audit(p, wire.AgentAction.HANDOFF, "agent_handoff", str(handoff.id))
+            self.backend.audit(p, AgentAction.HANDOFF, "agent_handoff", str(handoff.id))
             return handoff
 
     # ----- boot -----

@@ -1,13 +1,61 @@
-"""The global, tamper-evident audit hash chain (``activity_logs``)."""
+"""The global, tamper-evident audit hash chain (``activity_logs``): the action names it
+records, how a row is hashed, and the check of every link.
+
+A service's record of its own writes, never sent to a client: it lives with the fake, not
+in ``adapter.wire``. Each fact is marked ``[public]``, ``[seed]`` or ``[assumed]``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
-from adapter import wire
+from adapter.wire import canonical_json
 from fake_contextq import _msgs
 from fake_contextq.domain.errors import AuditChainError
 from fake_contextq.domain.records import AuditRow
+
+AUDIT_HASHED_FIELDS: Final = (  # [assumed] the fields covered by a row's hash
+    "id",
+    "tenant_id",
+    "actor_key_prefix",
+    "action",
+    "entity",
+    "entity_id",
+    "at",
+)
+
+
+def audit_hash(prev_hash: str | None, fields: Mapping[str, Any]) -> str:
+    """[assumed] ``sha256(prev_hash + canonical JSON of the other fields)``; null counts as ''."""
+    payload = (prev_hash or "") + canonical_json({k: fields[k] for k in AUDIT_HASHED_FIELDS})
+    # surrogatepass: a lone surrogate (legal in JSON text) must not make a write fail late
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class AuditAction:
+    """[assumed] The ``action`` names written to the audit log, one per write endpoint."""
+
+    CONTEXT_CREATE: Final = "context.create"
+    CONTEXT_UPDATE: Final = "context.update"
+    CONTEXT_DELETE: Final = "context.delete"
+    CONTEXT_BULK_UPSERT: Final = "context.bulk_upsert"
+    WORKSPACE_CREATE: Final = "workspace.create"
+    WORKSPACE_ARCHIVE: Final = "workspace.archive"
+    WORKSPACE_DELETE: Final = "workspace.delete"
+
+
+class AgentAction:
+    """[assumed] audit ``action`` names of the agent layer's writes."""
+
+    SESSION_START: Final = "agent.session.start"
+    SESSION_END: Final = "agent.session.end"
+    CHECKPOINT: Final = "agent.checkpoint"
+    TASK_UPSERT: Final = "agent.task.upsert"
+    TASK_TICK: Final = "agent.task.tick"
+    LESSON_ADD: Final = "agent.lesson.add"
+    HANDOFF: Final = "agent.handoff"
 
 
 def chain_row(
@@ -40,7 +88,7 @@ def chain_row(
         entity_id=entity_id,
         at=at,
         prev_hash=prev_hash,
-        hash=wire.audit_hash(prev_hash, fields),
+        hash=audit_hash(prev_hash, fields),
     )
 
 
@@ -64,7 +112,7 @@ def verify_chain(rows: Iterable[AuditRow]) -> int:
                         id=row.id, got=row.prev_hash, prev_id=prev.id, expected=prev.hash
                     ),
                 )
-        expected = wire.audit_hash(row.prev_hash, row.hashed_fields())
+        expected = audit_hash(row.prev_hash, row.hashed_fields())
         if row.hash != expected:
             raise AuditChainError(
                 row.id, _msgs.CHAIN_HASH_MISMATCH.format(id=row.id, got=row.hash, expected=expected)

@@ -10,12 +10,8 @@ from typing import Protocol
 from adapter import wire
 from fake_contextq import _msgs
 from fake_contextq.domain.errors import ApiError, ValidationFailed, unauthorized
+from fake_contextq.domain.keys import key_display_prefix, key_matches
 from fake_contextq.domain.records import ApiKey
-
-#: The bcrypt cost of the fake's own keys: bcrypt's lowest. A fake holds test keys, and a
-#: fixture must mint one in well under 5 ms (cost 4 takes about 1 ms, the real service's
-#: likely 10 about 60 ms); a key's cost is stored in its hash, so verifying reads any.
-FAKE_BCRYPT_ROUNDS = 4
 
 
 class _KeyRows(Protocol):
@@ -35,7 +31,7 @@ class VerifiedKeys:
 
     def find(self, rows: _KeyRows, plaintext: str) -> ApiKey | None:
         digest = hashlib.sha256(plaintext.encode()).hexdigest()
-        prefix = wire.key_display_prefix(plaintext)
+        prefix = key_display_prefix(plaintext)
         key_id = self._ids.get(digest)
         if key_id is not None:
             key = rows.key_by_id(key_id)
@@ -45,7 +41,7 @@ class VerifiedKeys:
             if key is not None and key.prefix == prefix:
                 return key  # revoked: the caller refuses it
         for key in rows.keys_by_prefix(prefix):
-            if wire.key_matches(plaintext, key.key_hash):
+            if key_matches(plaintext, key.key_hash):
                 if not key.revoked:
                     self._ids[digest] = key.id
                 return key

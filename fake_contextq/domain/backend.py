@@ -16,7 +16,7 @@ from typing import Any
 
 from adapter import wire
 from fake_contextq import _msgs
-from fake_contextq.domain import audit, auth, parse, quota
+from fake_contextq.domain import audit, auth, keys, parse, quota
 from fake_contextq.domain import records as r
 from fake_contextq.domain import search as ranking
 from fake_contextq.domain.agent import AgentLayer
@@ -57,7 +57,7 @@ class ContextQBackend:
 
     # ----- administration (the object API; no scopes, no audit rows) -----
 
-    def create_tenant(self, name: str | None = None, plan: str = wire.DEFAULT_PLAN) -> r.Tenant:
+    def create_tenant(self, name: str | None = None, plan: str = quota.DEFAULT_PLAN) -> r.Tenant:
         plan = quota.check_plan(plan)
         with self.store.transaction():
             tenant_id = self.store.next_id("tenant")
@@ -95,8 +95,8 @@ class ContextQBackend:
                 r.ApiKey(
                     id=self.store.next_id("api_key"),
                     tenant_id=tenant_id,
-                    key_hash=wire.hash_key(plaintext, rounds=auth.FAKE_BCRYPT_ROUNDS),
-                    prefix=wire.key_display_prefix(plaintext),
+                    key_hash=keys.hash_key(plaintext, rounds=keys.FAKE_BCRYPT_ROUNDS),
+                    prefix=keys.key_display_prefix(plaintext),
                     scopes=held,
                     created_at=self.clock(),
                 )
@@ -189,7 +189,7 @@ class ContextQBackend:
             self._ensure_external_id_free(p.tenant_id, item.external_id, None)
             context = self._new_context(p.tenant_id, item)
             self.store.put_context(context)
-            self.audit(p, wire.AuditAction.CONTEXT_CREATE, "context", str(context.id))
+            self.audit(p, audit.AuditAction.CONTEXT_CREATE, "context", str(context.id))
             return context
 
     def list_contexts(self, p: r.Principal, params: Mapping[str, str]) -> r.Page:
@@ -231,7 +231,7 @@ class ContextQBackend:
                 self._ensure_external_id_free(p.tenant_id, item.external_id, old.id)
             context = self._apply(old, item)
             self.store.put_context(context)
-            self.audit(p, wire.AuditAction.CONTEXT_UPDATE, "context", str(context.id))
+            self.audit(p, audit.AuditAction.CONTEXT_UPDATE, "context", str(context.id))
             return context
 
     def delete_context(self, p: r.Principal, raw_id: str | int) -> None:
@@ -240,7 +240,7 @@ class ContextQBackend:
         with self.store.transaction():
             context = self._context(p.tenant_id, context_id)
             self.store.delete_context(context)
-            self.audit(p, wire.AuditAction.CONTEXT_DELETE, "context", str(context.id))
+            self.audit(p, audit.AuditAction.CONTEXT_DELETE, "context", str(context.id))
 
     def bulk_upsert(self, p: r.Principal, body: Body) -> r.BulkResult:
         auth.require_scope(p.scopes, WRITE)
@@ -259,7 +259,7 @@ class ContextQBackend:
                 )
                 self.store.put_context(context)
                 out.append(context)
-            self.audit(p, wire.AuditAction.CONTEXT_BULK_UPSERT, "context", None)
+            self.audit(p, audit.AuditAction.CONTEXT_BULK_UPSERT, "context", None)
             return r.BulkResult(created=adding, updated=len(items) - adding, items=out)
 
     def search(self, p: r.Principal, body: Body) -> list[r.SearchHit]:
@@ -314,7 +314,7 @@ class ContextQBackend:
         slug, name = parse.parse_workspace_body(body)
         with self.store.transaction():
             ws = self._insert_workspace(p.tenant_id, slug, name)
-            self.audit(p, wire.AuditAction.WORKSPACE_CREATE, "workspace", ws.slug)
+            self.audit(p, audit.AuditAction.WORKSPACE_CREATE, "workspace", ws.slug)
             return ws
 
     def archive_workspace(self, p: r.Principal, slug: str) -> r.Workspace:
@@ -322,7 +322,7 @@ class ContextQBackend:
         with self.store.transaction():
             ws = replace(self._workspace(p.tenant_id, slug), archived=True)
             self.store.put_workspace(ws)
-            self.audit(p, wire.AuditAction.WORKSPACE_ARCHIVE, "workspace", ws.slug)
+            self.audit(p, audit.AuditAction.WORKSPACE_ARCHIVE, "workspace", ws.slug)
             return ws
 
     def delete_workspace(self, p: r.Principal, slug: str) -> None:
@@ -337,7 +337,7 @@ class ContextQBackend:
                     contexts=held,
                 )
             self.store.delete_workspace(ws)
-            self.audit(p, wire.AuditAction.WORKSPACE_DELETE, "workspace", ws.slug)
+            self.audit(p, audit.AuditAction.WORKSPACE_DELETE, "workspace", ws.slug)
 
     # ----- helpers -----
 

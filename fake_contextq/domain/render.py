@@ -1,15 +1,17 @@
 """Rendering records as ContextQ's JSON bodies: the fake's side of the wire contract
-(``adapter.wire`` holds the field names and formats)."""
+(``adapter.wire`` holds the field names and formats).
+
+Every body is built from the fake's own records (``records``), never from the client's
+types, so a client that drifts from the wire is caught, not followed:
+``tests/test_wire_shapes.py`` parses each body with the client's readers and compares the
+field names of both sides."""
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
-from adapter import types as wt
 from adapter.wire import CONTEXT_WIRE_NAMES, WORKSPACE_WIRE_NAMES, timestamp
 from fake_contextq.domain import records as r
 
@@ -74,19 +76,41 @@ def workspaces_json(items: Sequence[r.Workspace]) -> dict[str, Any]:
     return {"items": [workspace_json(w) for w in items]}
 
 
-@functools.cache
-def _names(shape: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(shape))
+# [assumed] The agent layer's answer fields, in the order they are written: snake_case, each
+# the name of the record attribute it renders (a record holds more: tenant ids, workspace
+# ids, a lesson's embedding). A lesson also says whether it was ``embedded`` and, when
+# recalled by meaning, its ``score``.
+SESSION_FIELDS: Final = (
+    "id",
+    "workspace",
+    "parent_session_id",
+    "status",
+    "summary",
+    "metadata",
+    "started_at",
+    "ended_at",
+)
+CHECKPOINT_FIELDS: Final = ("id", "session_id", "seq", "state", "summary", "created_at")
+TASK_FIELDS: Final = (
+    "id",
+    "session_id",
+    "key",
+    "title",
+    "status",
+    "parent_id",
+    "evidence",
+    "created_at",
+    "updated_at",
+)
+LESSON_FIELDS: Final = ("id", "text", "workspace", "session_id", "tags", "created_at")
+HANDOFF_FIELDS: Final = ("id", "workspace", "session_id", "content", "created_at")
 
 
-def _snake(record: Any, shape: type, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    """An agent-layer record as JSON: the fields of the client's type of the same name
-    (the agent layer's wire names are its attribute names), timestamps as the contract
-    writes them."""
+def _snake(record: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """An agent-layer record as JSON: the named attributes (the agent layer's wire names are
+    its attribute names), timestamps as the contract writes them."""
     out: dict[str, Any] = {}
-    for name in _names(shape):
-        if name in skip:
-            continue
+    for name in names:
         value = getattr(record, name)
         if isinstance(value, datetime):
             value = timestamp(value)
@@ -97,19 +121,19 @@ def _snake(record: Any, shape: type, *, skip: tuple[str, ...] = ()) -> dict[str,
 
 
 def session_json(s: r.AgentSession) -> dict[str, Any]:
-    return _snake(s, wt.AgentSession)
+    return _snake(s, SESSION_FIELDS)
 
 
 def checkpoint_json(c: r.Checkpoint) -> dict[str, Any]:
-    return _snake(c, wt.Checkpoint)
+    return _snake(c, CHECKPOINT_FIELDS)
 
 
 def task_json(t: r.AgentTask) -> dict[str, Any]:
-    return _snake(t, wt.AgentTask)
+    return _snake(t, TASK_FIELDS)
 
 
 def lesson_json(lesson: r.Lesson, score: float | None = None) -> dict[str, Any]:
-    out = _snake(lesson, wt.Lesson, skip=("embedded", "score"))
+    out = _snake(lesson, LESSON_FIELDS)
     out["embedded"] = lesson.embedding is not None
     if score is not None:
         out["score"] = round(score, 6)
@@ -117,7 +141,7 @@ def lesson_json(lesson: r.Lesson, score: float | None = None) -> dict[str, Any]:
 
 
 def handoff_json(h: r.Handoff) -> dict[str, Any]:
-    return _snake(h, wt.Handoff)
+    return _snake(h, HANDOFF_FIELDS)
 
 
 def resume_json(res: r.Resume) -> dict[str, Any]:

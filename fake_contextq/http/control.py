@@ -18,6 +18,8 @@ from fake_contextq.domain import parse, render
 from fake_contextq.domain._validate import Issues, Reader, decode_json
 from fake_contextq.domain.backend import ContextQBackend
 from fake_contextq.domain.errors import AuditChainError, unauthorized
+from fake_contextq.domain.keys import key_display_prefix
+from fake_contextq.domain.quota import DEFAULT_PLAN
 from fake_contextq.http._io import Binding, binding, json_response, read_body
 from fake_contextq.http.faults import Fault, Faults
 
@@ -116,7 +118,7 @@ def mount_control(api: FastAPI) -> None:
         bound = guard(request)
         body = await _object(request)
         name = body.string("name", nullable=True, min_len=1, max_len=200)
-        plan = body.string("plan", nullable=True) or wire.DEFAULT_PLAN
+        plan = body.string("plan", nullable=True) or DEFAULT_PLAN
         body.issues.check()
         tenant = bound.backend.create_tenant(name, plan)
         return json_response(201, _tenant_json(bound.backend, tenant.id))
@@ -143,7 +145,7 @@ def mount_control(api: FastAPI) -> None:
             201,
             {
                 "key": key,
-                "prefix": wire.key_display_prefix(key),
+                "prefix": key_display_prefix(key),
                 "scopes": list(held),
             },
         )

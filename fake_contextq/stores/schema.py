@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from adapter import wire
+from fake_contextq.domain.quota import DEFAULT_PLAN
 
 #: The one version this module creates and understands; bump it with every change.
 SCHEMA_VERSION = 2
@@ -123,7 +123,7 @@ tenants = sa.Table(
     metadata,
     _id(),
     sa.Column("name", SafeText, nullable=False),
-    sa.Column("plan", sa.String(32), nullable=False, server_default=wire.DEFAULT_PLAN),
+    sa.Column("plan", sa.String(32), nullable=False, server_default=DEFAULT_PLAN),
     sa.Column("created_at", Timestamp, nullable=False),
     # Bumped by every context write or delete of the tenant: the search cache's check.
     sa.Column("contexts_revision", sa.BigInteger, nullable=False, server_default="0"),
