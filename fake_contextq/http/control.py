@@ -19,7 +19,7 @@ from fake_contextq.domain._validate import Issues, Reader, decode_json
 from fake_contextq.domain.backend import ContextQBackend
 from fake_contextq.domain.errors import AuditChainError, unauthorized
 from fake_contextq.http._io import Binding, binding, json_response, read_body
-from fake_contextq.http.faults import Fault, Faults
+from fake_contextq.service.faults import Fault, Faults
 
 
 def new_control_token() -> str:
