@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     )
     from fake_contextq.domain.store import Store
     from fake_contextq.fake import FakeContextQ, ServedFake
-    from fake_contextq.http.faults import Fault, Faults
-    from fake_contextq.http.journal import Journal, JournalEntry
+    from fake_contextq.service.faults import Fault, Faults
+    from fake_contextq.service.journal import Journal, JournalEntry
     from fake_contextq.stores.memory import MemoryStore
     from fake_contextq.stores.sql import SchemaVersionError, SqlStore
 

@@ -26,10 +26,11 @@ from fake_contextq.domain.records import (
 )
 from fake_contextq.domain.store import Store
 from fake_contextq.http._io import ASGIApp
-from fake_contextq.http.app import create_app
-from fake_contextq.http.faults import Faults
-from fake_contextq.http.journal import Journal
-from fake_contextq.http.transport import AsyncInProcessTransport, InProcessTransport, LoopRunner
+from fake_contextq.http.app import ServedApi, create_app
+from fake_contextq.http.transport import AsyncInProcessTransport, InProcessTransport
+from fake_contextq.service import ContextQService
+from fake_contextq.service.faults import Faults
+from fake_contextq.service.journal import Journal
 from fake_contextq.stores.memory import MemoryStore
 from fake_server import ServedApp
 
@@ -46,7 +47,8 @@ def _tenant_id(tenant: TenantRef) -> int:
 
 
 class FakeContextQ:
-    """A strict, in-memory ContextQ: its HTTP API as an ASGI app, plus handles for tests.
+    """A strict, in-memory ContextQ: its service (``service``), served in-process by
+    ``client()`` and as ASGI by ``app``, plus handles for tests.
 
     Nothing is shared between instances: two fakes in one process are two installations.
     """
@@ -97,8 +99,10 @@ class FakeContextQ:
         )
         self.journal = Journal()
         self.faults = Faults()
-        self.app: ASGIApp = create_app(self.backend, self.journal, self.faults)
-        self._runner = LoopRunner()
+        self.service = ContextQService(self.backend, self.journal, self.faults)
+        self.app: ServedApi = create_app(
+            self.backend, self.journal, self.faults, service=self.service
+        )
 
     @property
     def store(self) -> Store:
@@ -252,10 +256,10 @@ class FakeContextQ:
     # ----- clients -----
 
     def transport(self) -> httpx2.BaseTransport:
-        return InProcessTransport(self.app, self._runner)
+        return InProcessTransport(self.service)
 
     def async_transport(self) -> httpx2.AsyncBaseTransport:
-        return AsyncInProcessTransport(self.app)
+        return AsyncInProcessTransport(self.service)
 
     def client(self, api_key: str | None = None, **kwargs: Any) -> httpx2.Client:
         """An ``httpx2.Client`` served in-process (no socket), at ``http://contextq.test``."""
@@ -270,7 +274,9 @@ class FakeContextQ:
 
     def control_app(self, token: str) -> ASGIApp:
         """The API plus the ``/_fake/`` control routes, guarded by ``token``."""
-        return create_app(self.backend, self.journal, self.faults, control_token=token)
+        return create_app(
+            self.backend, self.journal, self.faults, control_token=token, service=self.service
+        )
 
     def mcp_server(self, api_key: str) -> Server[Any]:
         """ContextQ's MCP server, every call made with ``api_key`` through this fake's REST
@@ -313,9 +319,8 @@ class FakeContextQ:
         return served
 
     def close(self) -> None:
-        """Close the in-process clients' loops, and the database connections of a store
-        made from ``database_url`` (a ``store`` given ready is its owner's to close)."""
-        self._runner.close()
+        """Close the database connections of a store made from ``database_url`` (a
+        ``store`` given ready is its owner's to close)."""
         if self._made is not None:
             self._made.close()
 

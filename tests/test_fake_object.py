@@ -13,7 +13,7 @@ import httpx2
 import pytest
 
 from fake_contextq import FakeContextQ, Tenant
-from fake_contextq.http.journal import BODY_KEPT
+from fake_contextq.service.journal import BODY_KEPT
 from tests.helpers import context_body
 
 # ----- journal -----

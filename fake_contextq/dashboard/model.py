@@ -193,7 +193,7 @@ def audit_status(backend: ContextQBackend) -> AuditStatus:
 
 
 class Entry(Protocol):
-    """A journal entry, as the dashboard reads it (``fake_contextq.http.journal``)."""
+    """A journal entry, as the dashboard reads it (``fake_contextq.service.journal``)."""
 
     @property
     def number(self) -> int: ...

@@ -1,11 +1,11 @@
-"""The fake's HTTP side: the ASGI app, the control routes, the OpenAPI document, the
-journal and faults, and the transports that serve it in-process."""
+"""The fake's transports: the served ASGI adapter, the in-process httpx2 transports,
+the control routes, the dashboard and the served root page."""
 
 from fake_contextq.http._io import ASGIApp, Binding
-from fake_contextq.http.app import create_app
-from fake_contextq.http.faults import Fault, Faults
-from fake_contextq.http.journal import Journal, JournalEntry
-from fake_contextq.http.transport import AsyncInProcessTransport, InProcessTransport, LoopRunner
+from fake_contextq.http.app import ServedApi, create_app
+from fake_contextq.http.transport import AsyncInProcessTransport, InProcessTransport
+from fake_contextq.service.faults import Fault, Faults
+from fake_contextq.service.journal import Journal, JournalEntry
 
 __all__ = [
     "ASGIApp",
@@ -16,6 +16,6 @@ __all__ = [
     "InProcessTransport",
     "Journal",
     "JournalEntry",
-    "LoopRunner",
+    "ServedApi",
     "create_app",
 ]

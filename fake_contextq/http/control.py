@@ -21,7 +21,7 @@ from fake_contextq.domain.errors import AuditChainError, unauthorized
 from fake_contextq.domain.keys import key_display_prefix
 from fake_contextq.domain.quota import DEFAULT_PLAN
 from fake_contextq.http._io import Binding, binding, json_response, read_body
-from fake_contextq.http.faults import Fault, Faults
+from fake_contextq.service.faults import Fault, Faults
 
 
 def new_control_token() -> str:

@@ -42,7 +42,7 @@ from fake_contextq.domain._validate import Issues, Reader
 from fake_contextq.domain.errors import ApiError, ValidationFailed
 from fake_contextq.http._io import DASHBOARD_PREFIX, Binding, binding
 from fake_contextq.http.control import inject, token_matches
-from fake_contextq.http.journal import JournalEntry
+from fake_contextq.service.journal import JournalEntry
 
 PREFIX = DASHBOARD_PREFIX
 COOKIE = "fake_contextq_ui"

@@ -5,7 +5,7 @@ for anything else. It says it is the fake, so nobody takes it for ContextQ's ans
 
 Only a served fake answers here (its MCP endpoint marks each request, ``SERVED_MCP_KEY``):
 in-process, ``/`` stays the 404 ContextQ's router answers. Like the control routes, the
-page is neither journaled nor subject to faults (``app.Observed``).
+page is neither journaled nor subject to faults.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from adapter import wire
 from fake_contextq import _msgs
 from fake_contextq.domain.errors import ApiError
 from fake_contextq.http._io import DASHBOARD_PREFIX, SERVED_MCP_KEY, binding, json_response
+from fake_contextq.service.service import OPENAPI_PATH
 
 PATH = "/"
 METHODS = ("GET", "HEAD")
@@ -58,7 +59,7 @@ def served(request: Request) -> dict[str, Any]:
         "note": _msgs.ROOT_NOTE.format(version=request.app.version),
         "api": base + API_PATH,
         "mcp": base + request.scope[SERVED_MCP_KEY],
-        "openapi": base + (request.app.openapi_url or ""),
+        "openapi": base + OPENAPI_PATH,
     }
     if binding(request).control_token is not None:
         listed["dashboard"] = base + DASHBOARD_PREFIX

@@ -1,32 +1,150 @@
-"""In-process httpx2 transports: a request goes straight into the ASGI app, no socket.
+"""In-process httpx2 transports: a request goes straight to ``ContextQService``, no socket,
+no ASGI, and for the sync client no event loop.
 
-One coroutine (``call_app``) does the ASGI exchange; the async transport awaits it
-and the sync transport runs it on an event loop of its own. That loop belongs to the
-calling thread, or, when that thread is already running a loop (a sync client used
-inside an async test), to a helper thread, so a sync call never needs the caller's
-loop to be free.
+The sync transport answers in the calling thread. The async one answers in place too,
+except on a database store, where the work goes to the store's threads (as when served)
+so a request waiting on the database never holds up the caller's loop. The only async
+code a sync request can meet is a fault's delay (``Faults.sleep`` is a coroutine a test
+may replace) and an ASGI app given instead of the service (the control routes): both run
+through anyio's blocking portal, the project's one bridge from sync to async code.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
-import weakref
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any
 
+import anyio.from_thread
 import httpx2
 
-from fake_contextq.http._io import ASGIApp, Message
-from fake_contextq.http.faults import ConnectionDropped
+from fake_contextq.http._io import ASGIApp, Message, store_executor
+from fake_contextq.service import ContextQService, Exchange, ReceivedBody, Request
+from fake_contextq.service.exchange import Answer
+from fake_contextq.service.faults import ConnectionDropped
 
-T = TypeVar("T")
+__all__ = ["AsyncInProcessTransport", "InProcessTransport", "service_request"]
 
 
-async def call_app(app: ASGIApp, request: httpx2.Request, body: bytes) -> httpx2.Response:
-    """Send one request through the ASGI app and collect its whole response."""
+def service_request(request: httpx2.Request, body: bytes) -> Request:
+    """The service's request of an httpx2 one (whose body has been read)."""
     url = request.url
-    raw_path = url.raw_path.split(b"?", 1)[0]
+    headers = Request.header_map(request.headers.raw)
+    return Request(
+        request.method,
+        url.path,
+        url.raw_path.split(b"?", 1)[0].decode("latin-1"),
+        url.query.decode("latin-1"),
+        headers,
+        ReceivedBody.whole(body, headers),
+    )
+
+
+def _response(request: httpx2.Request, answer: Answer) -> httpx2.Response:
+    content = b"" if request.method == "HEAD" else answer.body
+    return httpx2.Response(
+        answer.status, headers=answer.raw_headers(), content=content, request=request
+    )
+
+
+def _read_timeout(request: httpx2.Request) -> float | None:
+    timeout: float | None = request.extensions.get("timeout", {}).get("read")
+    return timeout
+
+
+def _dropped(request: httpx2.Request) -> httpx2.RemoteProtocolError:
+    return httpx2.RemoteProtocolError(
+        "Server disconnected without sending a response.", request=request
+    )
+
+
+def _timed_out(request: httpx2.Request, timeout: float | None) -> httpx2.ReadTimeout:
+    return httpx2.ReadTimeout(
+        f"The fake took longer than the read timeout ({timeout}s).", request=request
+    )
+
+
+async def _within(timeout: float | None, work: Callable[[], Awaitable[Any]]) -> Any:
+    if timeout is None:
+        return await work()
+    async with asyncio.timeout(timeout):
+        return await work()
+
+
+class InProcessTransport(httpx2.BaseTransport):
+    """A sync transport into the service, answering in the calling thread; or into an
+    ASGI app (the fake's control routes), through a blocking portal."""
+
+    def __init__(self, target: ContextQService | ASGIApp) -> None:
+        self.target = target
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = request.read()
+        target = self.target
+        if not isinstance(target, ContextQService):
+            with anyio.from_thread.start_blocking_portal() as portal:
+                answer: Answer = portal.call(call_app, target, request, body)
+            return _response(request, answer)
+        exchange = target.begin(service_request(request, body))
+        if exchange.delay:
+            self._wait(target, exchange, request)
+        try:
+            return _response(request, exchange.finish(target.answer))
+        except ConnectionDropped:
+            raise _dropped(request) from None
+
+    @staticmethod
+    def _wait(service: ContextQService, exchange: Exchange, request: httpx2.Request) -> None:
+        """Wait out the fault's delay within the read timeout, as a client would."""
+        timeout, delay = _read_timeout(request), exchange.delay or 0.0
+        try:
+            with anyio.from_thread.start_blocking_portal() as portal:
+                portal.call(_within, timeout, lambda: service.faults.sleep(delay))
+        except TimeoutError:
+            exchange.record(None, None, b"", asked=b"")
+            raise _timed_out(request, timeout) from None
+
+
+class AsyncInProcessTransport(httpx2.AsyncBaseTransport):
+    """An async transport into the service (or an ASGI app)."""
+
+    def __init__(self, target: ContextQService | ASGIApp) -> None:
+        self.target = target
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = await request.aread()
+        target = self.target
+        if not isinstance(target, ContextQService):
+            return _response(request, await call_app(target, request, body))
+        service = target
+        exchange = service.begin(service_request(request, body))
+        timeout = _read_timeout(request)
+        executor = store_executor(service.backend.store)
+
+        async def answered() -> Answer:
+            if exchange.delay:
+                await service.faults.sleep(exchange.delay)
+            if executor is None or (
+                not service.backend.store.reads_wait and service.lone_read(exchange.request)
+            ):
+                return exchange.finish(service.answer)
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(executor, exchange.finish, service.answer)
+
+        try:
+            answer: Answer = await _within(timeout, answered)
+        except ConnectionDropped:
+            raise _dropped(request) from None
+        except TimeoutError:
+            raise _timed_out(request, timeout) from None
+        finally:
+            exchange.record(None, None, b"", asked=b"")  # cut short: journaled all the same
+        return _response(request, answer)
+
+
+async def call_app(app: ASGIApp, request: httpx2.Request, body: bytes) -> Answer:
+    """Send one request through an ASGI app and collect its whole answer."""
+    url = request.url
     scope: dict[str, Any] = {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -35,15 +153,14 @@ async def call_app(app: ASGIApp, request: httpx2.Request, body: bytes) -> httpx2
         "headers": [(k.lower(), v) for k, v in request.headers.raw],
         "scheme": url.scheme,
         "path": url.path,
-        "raw_path": raw_path,
+        "raw_path": url.raw_path.split(b"?", 1)[0],
         "query_string": url.query,
         "root_path": "",
         "server": (url.host, url.port or (443 if url.scheme == "https" else 80)),
         "client": ("127.0.0.1", 50000),
     }
     sent_body = False
-    status = 0
-    headers: list[tuple[bytes, bytes]] = []
+    answer = Answer(0)
     parts: list[bytes] = []
 
     async def receive() -> Message:
@@ -54,137 +171,23 @@ async def call_app(app: ASGIApp, request: httpx2.Request, body: bytes) -> httpx2
         return {"type": "http.request", "body": body, "more_body": False}
 
     async def send(message: Message) -> None:
-        nonlocal status, headers
         if message["type"] == "http.response.start":
-            status = message["status"]
-            headers = list(message.get("headers", []))
+            answer.status = message["status"]
+            answer.headers = tuple(
+                (k.decode("latin-1"), v.decode("latin-1")) for k, v in message.get("headers", [])
+            )
         elif message["type"] == "http.response.body":
-            chunk = message.get("body", b"")
-            if chunk and request.method != "HEAD":
-                parts.append(chunk)
+            parts.append(message.get("body", b""))
 
-    timeout = request.extensions.get("timeout", {}).get("read")
+    timeout = _read_timeout(request)
     try:
-        if timeout is None:
-            await app(scope, receive, send)
-        else:
-            async with asyncio.timeout(timeout):
-                await app(scope, receive, send)
+        await _within(timeout, lambda: app(scope, receive, send))
     except ConnectionDropped:
-        raise httpx2.RemoteProtocolError(
-            "Server disconnected without sending a response.", request=request
-        ) from None
+        raise _dropped(request) from None
     except TimeoutError:
-        raise httpx2.ReadTimeout(
-            f"The fake took longer than the read timeout ({timeout}s).", request=request
-        ) from None
+        raise _timed_out(request, timeout) from None
     except Exception:
-        if not status:
+        if not answer.status:
             raise
-    return httpx2.Response(status, headers=headers, content=b"".join(parts), request=request)
-
-
-class _ThreadLoop:
-    """A thread's own event loop, held in a thread-local: when the thread ends, this goes,
-    and its finaliser closes the loop (and its file descriptors)."""
-
-    __slots__ = ("__weakref__", "loop")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-
-
-class LoopRunner:
-    """Runs coroutines to completion from sync code, whatever the calling thread is doing.
-
-    Each calling thread gets an event loop of its own, closed once the thread is gone, so
-    threads that come and go leave no loops behind."""
-
-    def __init__(self) -> None:
-        self._local = threading.local()
-        self._loops: set[asyncio.AbstractEventLoop] = set()
-        self._helper: asyncio.AbstractEventLoop | None = None
-        self._helper_thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return self._own_loop().run_until_complete(coro)
-        return asyncio.run_coroutine_threadsafe(coro, self._helper_loop()).result()
-
-    def _own_loop(self) -> asyncio.AbstractEventLoop:
-        held: _ThreadLoop | None = getattr(self._local, "held", None)
-        if held is None or held.loop.is_closed():
-            loop = asyncio.new_event_loop()
-            held = _ThreadLoop(loop)
-            self._local.held = held
-            with self._lock:
-                self._loops.add(loop)
-            weakref.finalize(held, self._forget, loop)
-        return held.loop
-
-    def _forget(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Close the loop of a thread that has ended."""
-        with self._lock:
-            self._loops.discard(loop)
-        if not loop.is_running() and not loop.is_closed():
-            loop.close()
-
-    def loops(self) -> int:
-        """How many threads' loops are open (threads still alive that made requests)."""
-        with self._lock:
-            return len(self._loops)
-
-    def _helper_loop(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._helper is None or self._helper.is_closed():
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=loop.run_forever, name="fake-contextq-sync-client", daemon=True
-                )
-                thread.start()
-                self._helper, self._helper_thread = loop, thread
-            return self._helper
-
-    def close(self) -> None:
-        with self._lock:
-            loops, self._loops = self._loops, set()
-            helper, thread = self._helper, self._helper_thread
-            self._helper = self._helper_thread = None
-        for loop in loops:
-            if not loop.is_running():
-                loop.close()
-        if helper is not None and thread is not None:
-            helper.call_soon_threadsafe(helper.stop)
-            thread.join(timeout=5)
-            helper.close()
-
-
-class InProcessTransport(httpx2.BaseTransport):
-    """A sync transport into an ASGI app; works inside a running event loop too."""
-
-    def __init__(self, app: ASGIApp, runner: LoopRunner | None = None) -> None:
-        self.app = app
-        self._runner = runner or LoopRunner()
-        self._owns_runner = runner is None
-
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        body = request.read()
-        return self._runner.run(call_app(self.app, request, body))
-
-    def close(self) -> None:
-        if self._owns_runner:
-            self._runner.close()
-
-
-class AsyncInProcessTransport(httpx2.AsyncBaseTransport):
-    """An async transport into an ASGI app, leaner than a general-purpose one."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        body = await request.aread()
-        return await call_app(self.app, request, body)
+    answer.body = b"".join(parts)
+    return answer

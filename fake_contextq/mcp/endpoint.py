@@ -70,8 +70,11 @@ class McpEndpoint:
         self.app = app
         self.backend = backend
         self.host = host
+        # straight into the service when the app has one (the fake's own), so each tool
+        # call's REST request is journaled and faulted without another trip through ASGI
+        target = getattr(app, "service", app)
         self._rest = httpx2.AsyncClient(
-            transport=AsyncInProcessTransport(app), base_url=INTERNAL_BASE_URL
+            transport=AsyncInProcessTransport(target), base_url=INTERNAL_BASE_URL
         )
         self._manager: StreamableHTTPSessionManager | None = None
         self._runner: asyncio.Task[None] | None = None

@@ -1,0 +1,151 @@
+"""One request into the service and its answer, as plain data: what every transport
+translates to and from (an httpx2 request in-process, an ASGI scope when served)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from adapter import wire
+from fake_contextq import _msgs
+from fake_contextq.domain._validate import Issues
+from fake_contextq.domain.errors import ApiError
+
+__all__ = ["Answer", "ReceivedBody", "Request", "json_answer", "query_params"]
+
+#: How much of a body refused as too large is kept, for the journal (which keeps no more).
+KEPT_OF_REFUSED = 64 * 1024
+
+JSON_HEADERS: tuple[tuple[str, str], ...] = (("content-type", wire.JSON_MEDIA_TYPE),)
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedBody:
+    """A request body as received, checked later: an operation authenticates first, so a
+    bad key is a 401 even when the body is also too large or not JSON."""
+
+    data: bytes = b""
+    media: str = ""
+    declared_too_large: int | None = None  # a declared length over the limit: not read
+    streamed_too_large: int | None = None  # bytes read when a body without one went over
+
+    @classmethod
+    def whole(cls, data: bytes, headers: Mapping[str, str]) -> ReceivedBody:
+        """A body that arrived in one piece (in-process), judged as a streamed one is:
+        a declared length over the limit is never read, a body over it is refused."""
+        media = media_type(headers)
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > wire.MAX_BODY_BYTES:
+            return cls(b"", media, int(declared))
+        if len(data) > wire.MAX_BODY_BYTES:  # what was read is kept for the journal only
+            return cls(data[:KEPT_OF_REFUSED], media, streamed_too_large=len(data))
+        return cls(data, media)
+
+    def checked(self) -> bytes:
+        """The raw body, refusing oversized and non-JSON bodies the way Fastify does."""
+        if self.declared_too_large is not None:
+            raise too_large(self.declared_too_large)
+        if self.streamed_too_large is not None:
+            raise ApiError(
+                _msgs.PAYLOAD_TOO_LARGE,
+                _msgs.PAYLOAD_TOO_LARGE_STREAMED_MSG.format(
+                    read=self.streamed_too_large, limit=wire.MAX_BODY_BYTES
+                ),
+            )
+        body = self.data
+        if len(body) > wire.MAX_BODY_BYTES:
+            raise too_large(len(body))
+        if body and self.media != wire.JSON_MEDIA_TYPE:
+            raise ApiError(
+                _msgs.UNSUPPORTED_MEDIA_TYPE,
+                _msgs.UNSUPPORTED_MEDIA_TYPE_MSG.format(content_type=self.media),
+            )
+        return body
+
+
+def media_type(headers: Mapping[str, str]) -> str:
+    return headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def too_large(size: int) -> ApiError:
+    return ApiError(
+        _msgs.PAYLOAD_TOO_LARGE,
+        _msgs.PAYLOAD_TOO_LARGE_MSG.format(size=size, limit=wire.MAX_BODY_BYTES),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What the service reads of one HTTP request.
+
+    ``path`` is percent-decoded (what a router matches), ``raw_path`` as sent (None when
+    the transport has only the decoded one), ``query`` the raw query string; header names
+    are lower case, a repeated header's first value wins."""
+
+    method: str
+    path: str
+    raw_path: str | None = None
+    query: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: ReceivedBody = field(default_factory=ReceivedBody)
+
+    @staticmethod
+    def header_map(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+        """Headers as bytes pairs (ASGI, httpx2) to the map a request holds: names lower
+        case, values read as latin-1 (as Starlette reads them), the first of a name kept."""
+        headers: dict[str, str] = {}
+        for name, value in raw:
+            headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
+        return headers
+
+
+@dataclass(slots=True)
+class Answer:
+    """What the service answers: a status, headers and the whole body; ``tenant_id`` is
+    the authenticated caller's (for the journal), None when nobody was."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    tenant_id: int | None = None
+
+    def raw_headers(self) -> list[tuple[bytes, bytes]]:
+        return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers]
+
+
+def json_answer(status: int, body: Any) -> Answer:
+    """A JSON answer with its length, as Starlette's ``Response`` sends one."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        payload = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate a store held from before: U+FFFD, as stored
+        well = wire.well_formed_json(body)
+        payload = json.dumps(
+            well, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
+    return Answer(status, (("content-length", str(len(payload))), *JSON_HEADERS), payload)
+
+
+def error_answer(exc: ApiError) -> Answer:
+    return json_answer(exc.status, exc.body())
+
+
+def query_params(query: str) -> dict[str, str]:
+    """The query's parameters (a repeated name: its last value), each value percent-decoded
+    as UTF-8; one that is not UTF-8 is a 400 naming it (``wire.URL_TEXT_ENCODING``). A name
+    that is not UTF-8 names no parameter: ignored."""
+    issues = Issues(_msgs.INVALID_QUERY)
+    params: dict[str, str] = {}
+    for name, value in parse_qsl(
+        query, keep_blank_values=True, encoding=wire.URL_TEXT_ENCODING, errors="surrogateescape"
+    ):
+        if wire.well_formed(name) != name:
+            continue
+        if wire.well_formed(value) != value:  # undecodable bytes were kept as surrogates
+            issues.add((name,), _msgs.QUERY_NOT_UTF8)
+        params[name] = value
+    issues.check()
+    return params

@@ -1,0 +1,250 @@
+"""The table of ContextQ's REST operations: each declared once.
+
+An entry names its route (method, path and scope, from the client's contract
+``wire.Routes``), what it reads (path parameters, query, body and the body's schema), the
+domain call, the renderer, and what the OpenAPI document says of it. Routing, the OpenAPI
+document and the service's order of checks are all derived from here, so a new operation
+is one entry plus its domain method and renderer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapter import wire
+from fake_contextq.domain import records as r
+from fake_contextq.domain import render
+from fake_contextq.domain.backend import ContextQBackend
+from fake_contextq.http import openapi as oa
+
+__all__ = ["OPERATIONS", "Inputs", "Operation", "operation"]
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What an operation reads of its request, already decoded: each path parameter (as
+    sent, percent-decoded as UTF-8), the query's parameters and the raw body (checked
+    against the body limits and media type)."""
+
+    path: Mapping[str, str]
+    query: Mapping[str, str]
+    body: bytes
+
+
+Call = Callable[[ContextQBackend, r.Principal, Inputs], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One REST operation of ContextQ, as the fake serves it.
+
+    ``path_fields`` names the field a path parameter's 400 blames (``id`` unless said);
+    ``lone_read`` operations take no store lock; ``render`` None answers no body;
+    ``status_of`` picks the success status from the domain's result when it varies."""
+
+    route: wire.Route
+    tag: str
+    call: Call
+    render: Callable[[Any], Any] | None
+    answer_schema: oa.Schema | None
+    errors: tuple[int, ...]
+    body_schema: oa.Schema | None = None
+    query: tuple[tuple[str, oa.Schema], ...] = ()
+    path_fields: Mapping[str, str] = field(default_factory=dict)
+    lone_read: bool = False
+    status_of: Callable[[Any], int] | None = None
+    other_statuses: tuple[int, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.route.name
+
+    @property
+    def scope(self) -> str:
+        return self.route.scope
+
+    @property
+    def reads_body(self) -> bool:
+        return self.body_schema is not None
+
+    @property
+    def path_names(self) -> tuple[str, ...]:
+        return tuple(part.split("}")[0] for part in self.route.template.split("{")[1:])
+
+    def field_of(self, name: str) -> str:
+        return self.path_fields.get(name, "id")
+
+
+def _items(tasks: list[r.AgentTask]) -> dict[str, Any]:
+    return {"items": [render.task_json(t) for t in tasks]}
+
+
+def _task(done: tuple[r.AgentTask, bool]) -> dict[str, Any]:
+    return render.task_json(done[0])
+
+
+def _task_status(done: tuple[r.AgentTask, bool]) -> int:
+    return wire.Routes.UPSERT_TASK.status if done[1] else 200
+
+
+W = wire.Routes
+_LIST_QUERY: tuple[tuple[str, oa.Schema], ...] = (
+    ("workspace", {"type": "string"}),
+    ("tag", {"type": "string"}),
+    ("type", {"type": "string", "enum": list(wire.CONTEXT_TYPES)}),
+    ("limit", {"type": "integer", "minimum": 1, "maximum": wire.LIST_MAX_LIMIT}),
+    ("offset", {"type": "integer", "minimum": 0}),
+)
+
+OPERATIONS: tuple[Operation, ...] = (
+    # ----- contexts -----
+    Operation(
+        W.CREATE_CONTEXT, "contexts",
+        lambda b, p, i: b.create_context(p, i.body),
+        render.context_json, oa.CONTEXT, (400, 402, 403, 409),
+        body_schema=oa.CONTEXT_CREATE,
+    ),
+    Operation(
+        W.LIST_CONTEXTS, "contexts",
+        lambda b, p, i: b.list_contexts(p, i.query),
+        render.page_json, oa.PAGE, (400, 403),
+        query=_LIST_QUERY,
+    ),
+    Operation(
+        W.BULK_UPSERT, "contexts",
+        lambda b, p, i: b.bulk_upsert(p, i.body),
+        render.bulk_json, oa.BULK_RESULT, (400, 402, 403),
+        body_schema=oa.BULK_UPSERT,
+    ),
+    Operation(
+        W.GET_CONTEXT_BY_EXTERNAL, "contexts",
+        lambda b, p, i: b.get_context_by_external(p, i.path["external_id"]),
+        render.context_json, oa.CONTEXT, (400, 403, 404),
+        path_fields={"external_id": "externalId"},
+        lone_read=True,
+    ),
+    Operation(
+        W.GET_CONTEXT, "contexts",
+        lambda b, p, i: b.get_context(p, i.path["context_id"]),
+        render.context_json, oa.CONTEXT, (400, 403, 404),
+        lone_read=True,
+    ),
+    Operation(
+        W.UPDATE_CONTEXT, "contexts",
+        lambda b, p, i: b.update_context(p, i.path["context_id"], i.body),
+        render.context_json, oa.CONTEXT, (400, 403, 404, 409),
+        body_schema=oa.CONTEXT_UPDATE,
+    ),
+    Operation(
+        W.DELETE_CONTEXT, "contexts",
+        lambda b, p, i: b.delete_context(p, i.path["context_id"]),
+        None, None, (400, 403, 404),
+    ),
+    # ----- workspaces -----
+    Operation(
+        W.LIST_WORKSPACES, "workspaces",
+        lambda b, p, i: b.list_workspaces(p),
+        render.workspaces_json, oa.WORKSPACES, (403,),
+    ),
+    Operation(
+        W.CREATE_WORKSPACE, "workspaces",
+        lambda b, p, i: b.create_workspace(p, i.body),
+        render.workspace_json, oa.WORKSPACE, (400, 403, 409),
+        body_schema=oa.WORKSPACE_CREATE,
+    ),
+    Operation(
+        W.ARCHIVE_WORKSPACE, "workspaces",
+        lambda b, p, i: b.archive_workspace(p, i.path["slug"]),
+        render.workspace_json, oa.WORKSPACE, (400, 403, 404),
+        path_fields={"slug": "slug"},
+    ),
+    Operation(
+        W.DELETE_WORKSPACE, "workspaces",
+        lambda b, p, i: b.delete_workspace(p, i.path["slug"]),
+        None, None, (400, 403, 404, 409),
+        path_fields={"slug": "slug"},
+    ),
+    # ----- search -----
+    Operation(
+        W.SEARCH, "search",
+        lambda b, p, i: b.search(p, i.body),
+        render.search_json, oa.SEARCH_RESULT, (400, 403),
+        body_schema=oa.SEARCH,
+    ),
+    # ----- Agent Memory Layer -----
+    Operation(
+        W.START_SESSION, "agent",
+        lambda b, p, i: b.agent.start_session(p, i.body),
+        render.session_json, oa.SESSION, (400, 403, 404),
+        body_schema=oa.SESSION_START,
+    ),
+    Operation(
+        W.GET_SESSION, "agent",
+        lambda b, p, i: b.agent.get_session(p, i.path["session_id"]),
+        render.session_json, oa.SESSION, (400, 403, 404),
+    ),
+    Operation(
+        W.END_SESSION, "agent",
+        lambda b, p, i: b.agent.end_session(p, i.path["session_id"], i.body),
+        render.session_json, oa.SESSION, (400, 403, 404),
+        body_schema=oa.SESSION_END,
+    ),
+    Operation(
+        W.CHECKPOINT, "agent",
+        lambda b, p, i: b.agent.checkpoint(p, i.path["session_id"], i.body),
+        render.checkpoint_json, oa.CHECKPOINT, (400, 403, 404, 409),
+        body_schema=oa.CHECKPOINT_BODY,
+    ),
+    Operation(
+        W.RESUME, "agent",
+        lambda b, p, i: b.agent.resume(p, i.path["session_id"]),
+        render.resume_json, oa.RESUME, (400, 403, 404),
+    ),
+    Operation(
+        W.LIST_TASKS, "agent",
+        lambda b, p, i: b.agent.list_tasks(p, i.path["session_id"]),
+        _items, oa.TASKS, (400, 403, 404),
+    ),
+    Operation(
+        W.UPSERT_TASK, "agent",
+        lambda b, p, i: b.agent.upsert_task(p, i.body),
+        _task, oa.TASK, (400, 403, 404, 422),
+        body_schema=oa.TASK_BODY,
+        status_of=_task_status,
+        other_statuses=(200,),
+    ),
+    Operation(
+        W.TICK_TASK, "agent",
+        lambda b, p, i: b.agent.tick_task(p, i.path["task_id"], i.body),
+        render.task_json, oa.TASK, (400, 403, 404, 422),
+        body_schema=oa.TICK_BODY,
+    ),
+    Operation(
+        W.ADD_LESSON, "agent",
+        lambda b, p, i: b.agent.add_lesson(p, i.body),
+        render.lesson_json, oa.LESSON, (400, 403, 404),
+        body_schema=oa.LESSON_BODY,
+    ),
+    Operation(
+        W.HANDOFF, "agent",
+        lambda b, p, i: b.agent.handoff(p, i.body),
+        render.handoff_json, oa.HANDOFF, (400, 403, 404, 503),
+        body_schema=oa.HANDOFF_BODY,
+    ),
+    Operation(
+        W.BOOT, "agent",
+        lambda b, p, i: b.agent.boot(p, i.body),
+        render.boot_json, oa.BOOT, (400, 403),
+        body_schema=oa.BOOT_BODY,
+    ),
+)  # fmt: skip
+
+
+def operation(name: str) -> Operation:
+    """The operation of that route name; KeyError naming it when there is none."""
+    for op in OPERATIONS:
+        if op.name == name:
+            return op
+    raise KeyError(f"no operation named {name!r}")
