@@ -16,14 +16,14 @@ from adapter import wire
 from fake_contextq.domain.backend import ContextQBackend
 from fake_contextq.domain.errors import ApiError
 from fake_contextq.domain.store import Store
-from fake_contextq.service.faults import Faults
-from fake_contextq.service.journal import Journal
 from fake_contextq.service.exchange import (
     KEPT_OF_REFUSED,
     ReceivedBody,
     json_answer,
     media_type,
 )
+from fake_contextq.service.faults import Faults
+from fake_contextq.service.journal import Journal
 from fake_contextq.stores.memory import MemoryStore
 
 #: Where the control routes and the dashboard live: never journaled, never faulted.

@@ -107,9 +107,7 @@ class ServedApi:
         in-memory store, and a lone read on a store whose reads never wait."""
         executor = self.bound.executor
         service = self.service
-        if executor is None or (
-            self.bound.reads_in_place and service.lone_read(exchange.request)
-        ):
+        if executor is None or (self.bound.reads_in_place and service.lone_read(exchange.request)):
             return exchange.finish(service.answer)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(executor, exchange.finish, service.answer)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,8 +26,6 @@ from fake_contextq import _msgs
 from fake_contextq.domain import auth
 from fake_contextq.domain.backend import ContextQBackend
 from fake_contextq.domain.errors import ApiError
-from fake_contextq.service.faults import ConnectionDropped, Fault, Faults
-from fake_contextq.service.journal import BODY_KEPT, Journal, JournalEntry
 from fake_contextq.service import _routing
 from fake_contextq.service.exchange import (
     JSON_HEADERS,
@@ -38,6 +35,8 @@ from fake_contextq.service.exchange import (
     json_answer,
     query_params,
 )
+from fake_contextq.service.faults import ConnectionDropped, Fault, Faults
+from fake_contextq.service.journal import BODY_KEPT, Journal, JournalEntry
 from fake_contextq.service.openapi import document
 from fake_contextq.service.operations import OPERATIONS, Inputs, Operation
 
