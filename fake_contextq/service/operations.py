@@ -145,7 +145,7 @@ OPERATIONS: tuple[Operation, ...] = (
     # ----- workspaces -----
     Operation(
         W.LIST_WORKSPACES, "workspaces",
-        lambda b, p, i: b.list_workspaces(p),
+        lambda b, p, _: b.list_workspaces(p),
         render.workspaces_json, oa.WORKSPACES, (403,),
     ),
     Operation(
