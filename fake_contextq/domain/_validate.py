@@ -37,6 +37,19 @@ def _finite(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+#: JSON.parse's reading of numbers, built once: ``json.loads`` with hooks builds a decoder
+#: (and its scanner) on every call.
+_DECODER = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite)
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)`` with the hooks above; text that still starts with a BOM goes
+    through ``json.loads`` itself, for its own error."""
+    if text.startswith("\ufeff"):
+        return json.loads(text, parse_constant=_no_constants, parse_float=_finite)
+    return _DECODER.decode(text)
+
+
 def decode_json(raw: bytes | str) -> Any:
     """Decode a request body as JSON.parse would, or fail with a 400 saying what is wrong.
 
@@ -45,7 +58,7 @@ def decode_json(raw: bytes | str) -> Any:
     """
     try:
         text = _body_text(raw) if isinstance(raw, bytes) else raw
-        value = json.loads(text, parse_constant=_no_constants, parse_float=_finite)
+        value = _loads(text)
     except json.JSONDecodeError as exc:
         detail = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
     except UnicodeDecodeError:
