@@ -449,7 +449,11 @@ AUDIT_HASHED_FIELDS: Final = (  # [assumed] the fields covered by a row's hash
 
 def canonical_json(value: Any) -> str:
     """[assumed] Sorted keys, no whitespace, UTF-8 kept as is."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
+
+
+# what json.dumps(value, sort_keys=True, ...) builds on each call, built once
+_CANONICAL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def audit_hash(prev_hash: str | None, fields: Mapping[str, Any]) -> str:
