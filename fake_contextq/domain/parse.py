@@ -44,7 +44,6 @@ from fake_contextq import _msgs
 from fake_contextq.domain import _validate
 from fake_contextq.domain import records as r
 
-
 _CONTEXT_FIELD_SET = frozenset(CONTEXT_FIELDS)
 
 
