@@ -389,7 +389,11 @@ BOOT_FACTS: Final = 5  # [assumed] search hits of the goal in a Boot Pack
 def canonical_json(value: Any) -> str:
     """[assumed] Compact JSON (sorted keys, no whitespace, UTF-8 kept as is): what the byte
     limits of a state or metadata object and the token estimate measure."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
+
+
+# what json.dumps(value, sort_keys=True, ...) builds on each call, built once
+_CANONICAL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def estimate_tokens(value: Any) -> int:

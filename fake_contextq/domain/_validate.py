@@ -37,6 +37,19 @@ def _finite(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+#: JSON.parse's reading of numbers, built once: ``json.loads`` with hooks builds a decoder
+#: (and its scanner) on every call.
+_DECODER = json.JSONDecoder(parse_constant=_no_constants, parse_float=_finite)
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)`` with the hooks above; text that still starts with a BOM goes
+    through ``json.loads`` itself, for its own error."""
+    if text.startswith("\ufeff"):
+        return json.loads(text, parse_constant=_no_constants, parse_float=_finite)
+    return _DECODER.decode(text)
+
+
 def decode_json(raw: bytes | str) -> Any:
     """Decode a request body as JSON.parse would, or fail with a 400 saying what is wrong.
 
@@ -45,7 +58,7 @@ def decode_json(raw: bytes | str) -> Any:
     """
     try:
         text = _body_text(raw) if isinstance(raw, bytes) else raw
-        value = json.loads(text, parse_constant=_no_constants, parse_float=_finite)
+        value = _loads(text)
     except json.JSONDecodeError as exc:
         detail = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
     except UnicodeDecodeError:
@@ -55,7 +68,7 @@ def decode_json(raw: bytes | str) -> Any:
     except RecursionError:
         detail = "nested too deeply"
     else:
-        if _too_deep(value):
+        if _may_nest_too_deep(text) and _too_deep(value):
             detail = f"nested deeper than {wire.MAX_JSON_DEPTH} levels"
         elif _SURROGATE_ESCAPE.search(text) is None:  # no lone surrogate can be in it
             return value
@@ -90,6 +103,13 @@ def _body_text(raw: bytes) -> str:
     if raw.startswith(wire.BODY_BOM):
         raw = raw[len(wire.BODY_BOM) :]
     return raw.decode(wire.BODY_ENCODING)
+
+
+def _may_nest_too_deep(text: str) -> bool:
+    """Whether JSON ``text`` holds more opening brackets than ContextQ's depth limit: if
+    not, nothing in it can nest that deep, and the walk over the decoded value is skipped
+    (counting brackets is a scan in C; the walk visits every array and object)."""
+    return text.count("[") + text.count("{") > wire.MAX_JSON_DEPTH
 
 
 def _too_deep(value: Any) -> bool:

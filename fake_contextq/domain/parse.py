@@ -44,6 +44,8 @@ from fake_contextq import _msgs
 from fake_contextq.domain import _validate
 from fake_contextq.domain import records as r
 
+_CONTEXT_FIELD_SET = frozenset(CONTEXT_FIELDS)
+
 
 def _read_context_fields(
     reader: _validate.Reader, *, create: bool, require_external_id: bool
@@ -64,7 +66,7 @@ def _read_context_fields(
         "workspace", nullable=True, min_len=1, max_len=MAX_WORKSPACE_SLUG_CHARS
     )
     metadata = reader.mapping("metadata", nullable=True)
-    given = frozenset(name for name in CONTEXT_FIELDS if reader.has(name))
+    given = _CONTEXT_FIELD_SET.intersection(reader.obj)
     return r.ContextInput(
         type=type_,
         title=title,

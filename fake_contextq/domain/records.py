@@ -41,7 +41,7 @@ class Workspace:
     archived: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # weakly kept: render's text cache
 class Context:
     id: int
     tenant_id: int

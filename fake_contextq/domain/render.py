@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from adapter.wire import CONTEXT_WIRE_NAMES, WORKSPACE_WIRE_NAMES, timestamp
+from adapter.wire import CONTEXT_WIRE_NAMES, WORKSPACE_WIRE_NAMES, timestamp, well_formed_json
 from fake_contextq.domain import records as r
+from fake_contextq.domain._fragments import Fragments, to_text
 
 _K = CONTEXT_WIRE_NAMES  # hoisted: rendering a page of 500 rows must stay cheap
 
@@ -43,6 +44,43 @@ def page_json(page: r.Page) -> dict[str, Any]:
         "limit": page.limit,
         "offset": page.offset,
     }
+
+
+def json_body(value: Any) -> bytes:
+    """An answer's bytes: ``value`` as compact JSON in UTF-8; a lone surrogate a store
+    held from before is sent as U+FFFD, as stored."""
+    try:
+        return to_text(value).encode()
+    except UnicodeEncodeError:
+        return to_text(well_formed_json(value)).encode()
+
+
+def _summary(c: r.Context) -> dict[str, Any]:
+    return context_json(c, with_content=False)
+
+
+# A page splices its rows' kept text; a GET or a create keeps the last contexts asked for
+# (their text holds the content, so fewer of them).
+_SUMMARIES: Fragments[r.Context] = Fragments(_summary, 20_000)
+_CONTEXTS: Fragments[r.Context] = Fragments(context_json, 512)
+
+
+def context_body(c: r.Context) -> bytes:
+    """``json_body(context_json(c))``, from the context's kept text when it has one."""
+    try:
+        return _CONTEXTS.text(c).encode()
+    except UnicodeEncodeError:
+        return json_body(context_json(c))
+
+
+def page_body(page: r.Page) -> bytes:
+    """``json_body(page_json(page))``, spliced from the rows' kept text."""
+    rest = to_text({"total": page.total, "limit": page.limit, "offset": page.offset})
+    items = ",".join([_SUMMARIES.text(c) for c in page.items])
+    try:
+        return f'{{"items":[{items}],{rest[1:]}'.encode()
+    except UnicodeEncodeError:
+        return json_body(page_json(page))
 
 
 def bulk_json(result: r.BulkResult) -> dict[str, Any]:

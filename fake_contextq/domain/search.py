@@ -45,20 +45,44 @@ def _weighted_terms(title: str, content: str, tags: Iterable[str]) -> dict[str, 
 
 
 class SearchIndex:
-    """One tenant's inverted index: term -> {doc id: weighted term frequency}."""
+    """One tenant's inverted index: term -> {doc id: weighted term frequency}.
+
+    Lazy: ``add`` and ``remove`` only note the document (its latest text, or its removal),
+    and the next ``top`` or ``len`` tokenises what changed since, so a write costs no
+    tokenising and a document rewritten between two searches is tokenised once. The
+    rankings are those of an eager index: every weighted frequency and length is a sum of
+    whole numbers (``FIELD_WEIGHTS``), exact in a float in any order, and ``top`` orders
+    by score, then id, whatever order the postings were built in.
+    """
 
     def __init__(self) -> None:
         self._postings: dict[str, dict[int, float]] = {}
         self._doc_terms: dict[int, dict[str, float]] = {}
         self._lengths: dict[int, float] = {}
         self._total_length = 0.0
+        # doc id -> its text to index, or None to drop it; applied by ``_catch_up``
+        self._pending: dict[int, tuple[str, str, tuple[str, ...]] | None] = {}
 
     def __len__(self) -> int:
+        self._catch_up()
         return len(self._lengths)
 
     def add(self, doc_id: int, title: str, content: str, tags: Iterable[str]) -> None:
-        if doc_id in self._doc_terms:
-            self.remove(doc_id)
+        """Index ``doc_id`` with this text (replacing any it had) by the next search."""
+        self._pending[doc_id] = (title, content, tuple(tags))
+
+    def remove(self, doc_id: int) -> None:
+        """Drop ``doc_id`` (if indexed) by the next search."""
+        self._pending[doc_id] = None
+
+    def _catch_up(self) -> None:
+        pending, self._pending = self._pending, {}
+        for doc_id, text in pending.items():
+            self._drop(doc_id)
+            if text is not None:
+                self._index(doc_id, *text)
+
+    def _index(self, doc_id: int, title: str, content: str, tags: tuple[str, ...]) -> None:
         terms = _weighted_terms(title, content, tags)
         self._doc_terms[doc_id] = terms
         length = sum(terms.values())
@@ -67,7 +91,7 @@ class SearchIndex:
         for term, tf in terms.items():
             self._postings.setdefault(term, {})[doc_id] = tf
 
-    def remove(self, doc_id: int) -> None:
+    def _drop(self, doc_id: int) -> None:
         terms = self._doc_terms.pop(doc_id, None)
         if terms is None:
             return
@@ -82,6 +106,8 @@ class SearchIndex:
         self, terms: list[str], limit: int, accept: Callable[[int], bool] | None = None
     ) -> list[tuple[int, float]]:
         """The ``limit`` best (doc id, score) pairs, best first, ties by lower id."""
+        if self._pending:
+            self._catch_up()
         n = len(self._lengths)
         if n == 0 or not terms:
             return []

@@ -1,0 +1,62 @@
+"""The JSON text of immutable records, kept while the record lives, so a list answer
+splices the text of rows it already rendered instead of building and encoding their
+dicts again (a page of 50 contexts: most of a list request's own time)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+#: The answers' encoding: compact, UTF-8 kept as is, no NaN or Infinity.
+ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def to_text(value: Any) -> str:
+    return ENCODER.encode(value)
+
+
+class Fragments(Generic[T]):
+    """``render(record)`` as JSON text, kept for at most ``size`` living records.
+
+    Keyed by identity: a store hands out the same record until its row changes, and a
+    changed row is a new record (records are frozen), so a kept text is never stale. An
+    entry holds its record weakly and leaves when the record dies, so the cache keeps no
+    row alive and a new record never meets a dead one's text under a reused ``id``.
+    """
+
+    def __init__(self, render: Callable[[T], Any], size: int) -> None:
+        self._render = render
+        self._size = size
+        self._held: dict[int, tuple[weakref.ref[T], str]] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def text(self, record: T) -> str:
+        key = id(record)
+        found = self._held.get(key)
+        if found is not None and found[0]() is record:
+            return found[1]
+        text = to_text(self._render(record))
+        held = self._held
+
+        def forget(ref: weakref.ref[T]) -> None:
+            # no lock: this runs wherever the record dies, maybe inside ``text`` itself
+            entry = held.get(key)
+            if entry is not None and entry[0] is ref:
+                held.pop(key, None)
+
+        with self._lock:
+            held[key] = (weakref.ref(record, forget), text)
+            if len(held) > self._size:
+                # an entry that left meanwhile (its record died) made room enough
+                with contextlib.suppress(RuntimeError, KeyError):
+                    del held[next(iter(held))]
+        return text
