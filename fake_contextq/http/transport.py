@@ -110,36 +110,42 @@ class AsyncInProcessTransport(httpx2.AsyncBaseTransport):
 
     def __init__(self, target: ContextQService | ASGIApp) -> None:
         self.target = target
+        if isinstance(target, ContextQService):
+            store = target.backend.store
+            self._executor = store_executor(store)
+            self._reads_in_place = not store.reads_wait
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()
-        target = self.target
-        if not isinstance(target, ContextQService):
-            return _response(request, await call_app(target, request, body))
-        service = target
+        service = self.target
+        if not isinstance(service, ContextQService):
+            return _response(request, await call_app(service, request, body))
         exchange = service.begin(service_request(request, body))
-        timeout = _read_timeout(request)
-        executor = store_executor(service.backend.store)
-
-        async def answered() -> Answer:
-            if exchange.delay:
-                await service.faults.sleep(exchange.delay)
-            if executor is None or (
-                not service.backend.store.reads_wait and service.lone_read(exchange.request)
-            ):
-                return exchange.finish(service.answer)
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(executor, exchange.finish, service.answer)
-
+        executor = self._executor
+        in_place = executor is None or (
+            self._reads_in_place and service.lone_read(exchange.request)
+        )
         try:
-            answer: Answer = await _within(timeout, answered)
+            if in_place and not exchange.delay:  # nothing to wait for: no timeout to keep
+                return _response(request, exchange.finish(service.answer))
+            timeout = _read_timeout(request)
+
+            async def answered() -> Answer:
+                if exchange.delay:
+                    await service.faults.sleep(exchange.delay)
+                if in_place:
+                    return exchange.finish(service.answer)
+                loop = asyncio.get_running_loop()
+                return await loop.run_in_executor(executor, exchange.finish, service.answer)
+
+            try:
+                return _response(request, await _within(timeout, answered))
+            except TimeoutError:
+                raise _timed_out(request, timeout) from None
         except ConnectionDropped:
             raise _dropped(request) from None
-        except TimeoutError:
-            raise _timed_out(request, timeout) from None
         finally:
             exchange.record(None, None, b"", asked=b"")  # cut short: journaled all the same
-        return _response(request, answer)
 
 
 async def call_app(app: ASGIApp, request: httpx2.Request, body: bytes) -> Answer:

@@ -3,7 +3,6 @@ translates to and from (an httpx2 request in-process, an ASGI scope when served)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +11,7 @@ from urllib.parse import parse_qsl
 from adapter import wire
 from fake_contextq import _msgs
 from fake_contextq.domain._validate import Issues
+from fake_contextq.domain.render import json_body
 from fake_contextq.domain.errors import ApiError
 
 __all__ = ["Answer", "ReceivedBody", "Request", "json_answer", "query_params"]
@@ -117,15 +117,9 @@ class Answer:
 
 
 def json_answer(status: int, body: Any) -> Answer:
-    """A JSON answer with its length, as Starlette's ``Response`` sends one."""
-    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    try:
-        payload = text.encode()
-    except UnicodeEncodeError:  # a lone surrogate a store held from before: U+FFFD, as stored
-        well = wire.well_formed_json(body)
-        payload = json.dumps(
-            well, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        ).encode()
+    """A JSON answer with its length, as Starlette's ``Response`` sends one; ``body`` a
+    JSON value or the bytes of one already rendered."""
+    payload = body if isinstance(body, bytes) else json_body(body)
     return Answer(status, (("content-length", str(len(payload))), *JSON_HEADERS), payload)
 
 

@@ -47,7 +47,7 @@ class Operation:
     route: wire.Route
     tag: str
     call: Call
-    render: Callable[[Any], Any] | None
+    render: Callable[[Any], Any] | None  # a JSON value, or its bytes already rendered
     answer_schema: oa.Schema | None
     errors: tuple[int, ...]
     body_schema: oa.Schema | None = None
@@ -103,13 +103,13 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         W.CREATE_CONTEXT, "contexts",
         lambda b, p, i: b.create_context(p, i.body),
-        render.context_json, oa.CONTEXT, (400, 402, 403, 409),
+        render.context_body, oa.CONTEXT, (400, 402, 403, 409),
         body_schema=oa.CONTEXT_CREATE,
     ),
     Operation(
         W.LIST_CONTEXTS, "contexts",
         lambda b, p, i: b.list_contexts(p, i.query),
-        render.page_json, oa.PAGE, (400, 403),
+        render.page_body, oa.PAGE, (400, 403),
         query=_LIST_QUERY,
     ),
     Operation(
@@ -121,20 +121,20 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         W.GET_CONTEXT_BY_EXTERNAL, "contexts",
         lambda b, p, i: b.get_context_by_external(p, i.path["external_id"]),
-        render.context_json, oa.CONTEXT, (400, 403, 404),
+        render.context_body, oa.CONTEXT, (400, 403, 404),
         path_fields={"external_id": "externalId"},
         lone_read=True,
     ),
     Operation(
         W.GET_CONTEXT, "contexts",
         lambda b, p, i: b.get_context(p, i.path["context_id"]),
-        render.context_json, oa.CONTEXT, (400, 403, 404),
+        render.context_body, oa.CONTEXT, (400, 403, 404),
         lone_read=True,
     ),
     Operation(
         W.UPDATE_CONTEXT, "contexts",
         lambda b, p, i: b.update_context(p, i.path["context_id"], i.body),
-        render.context_json, oa.CONTEXT, (400, 403, 404, 409),
+        render.context_body, oa.CONTEXT, (400, 403, 404, 409),
         body_schema=oa.CONTEXT_UPDATE,
     ),
     Operation(
