@@ -26,17 +26,18 @@ settings.load_profile("ci" if os.environ.get("CI") else "default")
 #: Whole modules (not even collected), then tests by fixture, by store, or marked slow.
 SLOW_MODULES = frozenset(
     {
-        "e2e",
-        "tests/test_bench_script.py",
-        "tests/test_conformance.py",
-        "tests/test_dashboard_browser.py",
-        "tests/test_docker_engine.py",
-        "tests/test_lean_install.py",
-        "tests/test_live_plugin.py",
-        "tests/test_openapi_fuzz.py",
-        "tests/test_report_browser.py",
-        "tests/test_sqlstore.py",
-        "tests/test_vcr_recipe.py",
+        "tests/e2e/slow/test_served.py",
+        "tests/e2e/slow/test_live_roundtrip.py",
+        "tests/e2e/slow/test_bench_script.py",
+        "tests/plugin/slow/test_conformance.py",
+        "tests/fake_contextq/slow/test_dashboard_browser.py",
+        "tests/plugin/slow/test_docker_engine.py",
+        "tests/e2e/slow/test_lean_install.py",
+        "tests/plugin/slow/test_live_plugin.py",
+        "tests/fake_contextq/slow/test_openapi_fuzz.py",
+        "tests/plugin/slow/test_report_browser.py",
+        "tests/fake_contextq/slow/test_sqlstore.py",
+        "tests/fake_anthropic/slow/test_vcr_recipe.py",
     }
 )
 SLOW_FIXTURES = frozenset({"pytester", "browser", "page", "browser_context", "stack"})
