@@ -4,6 +4,7 @@ while working (``python3 dev.py test --quick``)."""
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -22,23 +23,10 @@ settings.register_profile(
 )
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
-#: What --quick leaves out: slow by nature, each checked in full by the whole suite.
-#: Whole modules (not even collected), then tests by fixture, by store, or marked slow.
-SLOW_MODULES = frozenset(
-    {
-        "e2e",
-        "tests/test_bench_script.py",
-        "tests/test_conformance.py",
-        "tests/test_dashboard_browser.py",
-        "tests/test_docker_engine.py",
-        "tests/test_lean_install.py",
-        "tests/test_live_plugin.py",
-        "tests/test_openapi_fuzz.py",
-        "tests/test_report_browser.py",
-        "tests/test_sqlstore.py",
-        "tests/test_vcr_recipe.py",
-    }
-)
+#: What --quick leaves out: slow by nature, each checked in full by the whole suite. A test
+#: module in a folder of this name (``tests/<package>/slow/``) is slow, and not even
+#: collected; elsewhere, tests by fixture, by store, or marked slow.
+SLOW_FOLDER = "slow"
 SLOW_FIXTURES = frozenset({"pytester", "browser", "page", "browser_context", "stack"})
 SLOW_STORES = ("sqlite", "postgres")
 ROOT = Path(__file__).resolve().parent
@@ -48,27 +36,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--quick",
         action="store_true",
-        help="the fast loop: leave out tests that run subprocesses or pytest itself, real "
-        "databases (the SQLite and Postgres legs), the browser, and the long property "
-        "and state-machine runs (marked slow)",
+        help="the fast loop: leave out the slow/ folders, tests that run subprocesses or "
+        "pytest itself, real databases (the SQLite and Postgres legs), the browser, and the "
+        "long property and state-machine runs (marked slow)",
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "slow: a long run (a state machine, a differential) that --quick leaves out"
+        "markers",
+        "slow: a long run (a state machine, a differential) that --quick leaves out; every "
+        "test in a slow/ folder has it",
     )
 
 
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    if not config.getoption("--quick"):
-        return None
+@functools.cache
+def _in_slow_folder(path: Path) -> bool:
     try:
-        where = collection_path.resolve().relative_to(ROOT).as_posix()
-    except ValueError:
-        return None
-    slow = any(where == m or where.startswith(m + "/") for m in SLOW_MODULES)
-    return True if slow else None
+        return SLOW_FOLDER in path.resolve().relative_to(ROOT).parts
+    except ValueError:  # outside the project: a pytester run's own files
+        return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if config.getoption("--quick") and _in_slow_folder(collection_path):
+        return True
+    return None
 
 
 def _slow(item: pytest.Item) -> bool:
@@ -83,7 +76,11 @@ def _slow(item: pytest.Item) -> bool:
     return any(params.get(name) in SLOW_STORES for name in ("store_kind", "kind"))
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:  # the folder's mark, so ``-m slow`` and ``-m "not slow"`` see it too
+        if _in_slow_folder(item.path):
+            item.add_marker(pytest.mark.slow)
     if not config.getoption("--quick"):
         return
     kept = [item for item in items if not _slow(item)]

@@ -2,7 +2,7 @@
 
 A module marked ``pytestmark = pytest.mark.all_stores`` runs three times, on the memory
 store, on SQLite and on Postgres: one contract, three stores. Elsewhere ``fake`` is the
-memory store. Helpers a test imports by name live in ``tests/helpers.py``.
+memory store. Helpers a test imports by name live in ``tests/support/helpers.py``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pytest
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant
-from tests.helpers import context_body
-from tests.raw_http import Handler, RawUpstream
-from tests.stores import STORE_KINDS, StorePool, fresh_store
+from tests.support.helpers import context_body
+from tests.support.raw_http import Handler, RawUpstream
+from tests.support.stores import STORE_KINDS, StorePool, fresh_store
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page
@@ -153,13 +153,13 @@ def upstream_for() -> Iterator[Callable[[Handler], RawUpstream]]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """The system's headless Chromium (``tests/browser.py``), for one module: Playwright's
+    """The system's headless Chromium (``tests/support/browser.py``), for one module: Playwright's
     sync API keeps an event loop running on the thread while it is open, so no other
     module's test may run beside it (``asyncio.run`` would refuse). The browser modules
     are one xdist group (``pytestmark``), so a worker runs them one after another."""
     from playwright.sync_api import sync_playwright
 
-    from tests.browser import CHROMIUM_ARGS, chromium
+    from tests.support.browser import CHROMIUM_ARGS, chromium
 
     path = chromium()
     with sync_playwright() as playwright:

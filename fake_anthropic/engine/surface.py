@@ -4,10 +4,11 @@ model knows, each classified once as *modelled* (the engine plays or enforces it
 not model it, and says so).
 
 The names are those of the installed ``anthropic`` SDK (``AnthropicBetaParam``, the
-create-params keys, the tool and content-block unions; ``tests/test_api_surface.py`` fails,
-naming each, when a new SDK knows one this module does not classify) and those real
-clients send beyond it. Claude Code 2.1.332's first request with its default model sends
-eight: ``claude-code-20250219``, ``interleaved-thinking-2025-05-14``,
+create-params keys, the tool and content-block unions;
+``tests/fake_anthropic/test_api_surface.py`` fails, naming each, when a new SDK knows one
+this module does not classify) and those real clients send beyond it. Claude Code
+2.1.332's first request with its default model sends eight: ``claude-code-20250219``,
+``interleaved-thinking-2025-05-14``,
 ``context-management-2025-06-27``, ``advanced-tool-use-2025-11-20``, ``effort-2025-11-24``,
 ``per-turn-control-2026-07-01``, ``mid-conversation-tool-changes-2026-07-01`` and
 ``thinking-token-count-2026-05-13``; the last three are refused here, so playing Claude

@@ -1,7 +1,8 @@
 """The docs' table of what the scripted model models, generated from ``engine.surface``:
 ``python -m fake_anthropic.engine.surface_docs --write docs/reference/api-surface.md``
-rewrites the block between the page's markers, and ``tests/test_api_surface.py`` fails when
-the page's block differs from what this renders."""
+rewrites the block between the page's markers, and
+``tests/fake_anthropic/test_api_surface.py`` fails when the page's block differs from what
+this renders."""
 
 from __future__ import annotations
 

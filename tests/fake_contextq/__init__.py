@@ -1,0 +1,1 @@
+"""Tests of the fake ContextQ: REST, MCP, stores, dashboard, audit, quotas."""

@@ -1,0 +1,109 @@
+"""The global audit hash chain: one row per successful write, none for reads."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import httpx2
+import pytest
+
+from fake_contextq import AuditChainError, FakeContextQ, Tenant
+from fake_contextq.domain.audit import AuditAction, audit_hash
+from tests.support.helpers import context_body
+from tests.support.stores import delete_audit, tamper_audit
+
+pytestmark = pytest.mark.all_stores
+
+
+def test_writes_append_chained_rows_and_reads_do_not(
+    client: httpx2.Client, fake: FakeContextQ, tenant: Tenant, key: str
+) -> None:
+    created = client.post("/api/contexts", json=context_body(externalId="e")).json()
+    client.get(f"/api/contexts/{created['id']}")
+    client.get("/api/contexts")
+    client.post("/api/search", json={"query": "note"})
+    client.get("/api/workspaces")
+    client.put(f"/api/contexts/{created['id']}", json={"content": "v2"})
+    client.post("/api/contexts/bulk-upsert", json={"contexts": [context_body(externalId="f")]})
+    client.post("/api/workspaces", json={"slug": "ws"})
+    client.post("/api/workspaces/ws/archive")
+    client.delete("/api/workspaces/ws")
+    client.delete(f"/api/contexts/{created['id']}")
+
+    rows = fake.audit_log()
+    A = AuditAction
+    assert [r.action for r in rows] == [
+        A.CONTEXT_CREATE,
+        A.CONTEXT_UPDATE,
+        A.CONTEXT_BULK_UPSERT,
+        A.WORKSPACE_CREATE,
+        A.WORKSPACE_ARCHIVE,
+        A.WORKSPACE_DELETE,
+        A.CONTEXT_DELETE,
+    ]
+    assert rows[0].prev_hash is None
+    assert all(b.prev_hash == a.hash for a, b in pairwise(rows))
+    assert {r.tenant_id for r in rows} == {tenant.id}
+    assert {r.actor_key_prefix for r in rows} == {key[:12]}
+    assert rows[0].entity_id == str(created["id"])
+    assert fake.verify_audit_chain() == 7
+
+
+def test_failed_writes_leave_no_row(client: httpx2.Client, fake: FakeContextQ) -> None:
+    client.post("/api/contexts", json={"type": "bad"})
+    client.put("/api/contexts/999", json={"content": "x"})
+    client.delete("/api/workspaces/none")
+    assert fake.audit_log() == []
+
+
+def test_the_chain_is_global_across_tenants(
+    client: httpx2.Client, fake: FakeContextQ, other: tuple[Tenant, httpx2.Client]
+) -> None:
+    client.post("/api/contexts", json=context_body())
+    other[1].post("/api/contexts", json=context_body())
+    client.post("/api/contexts", json=context_body())
+    rows = fake.audit_log()
+    assert [r.tenant_id for r in rows] == [1, other[0].id, 1]
+    assert rows[1].prev_hash == rows[0].hash and rows[2].prev_hash == rows[1].hash
+
+
+def test_the_hash_follows_the_contract_formula(client: httpx2.Client, fake: FakeContextQ) -> None:
+    client.post("/api/contexts", json=context_body())
+    client.post("/api/contexts", json=context_body())
+    first, second = fake.audit_log()
+    assert second.hash == audit_hash(first.hash, second.hashed_fields())
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("action", "context.delete", "does not match its contents"),
+        ("tenant_id", "other tenant", "does not match its contents"),
+        ("prev_hash", "0" * 64, "does not match the hash of row"),
+    ],
+)
+def test_verify_catches_a_tampered_row(
+    client: httpx2.Client, fake: FakeContextQ, field: str, value: object, reason: str
+) -> None:
+    if value == "other tenant":  # a real tenant, so a SQL store's foreign key holds
+        value = fake.create_tenant("globex").id
+    for _ in range(4):
+        client.post("/api/contexts", json=context_body())
+    victim = fake.audit_log()[2]
+    tamper_audit(fake.store, victim.id, **{field: value})
+    with pytest.raises(AuditChainError, match=reason) as caught:
+        fake.verify_audit_chain()
+    assert caught.value.row_id == victim.id
+
+
+def test_verify_catches_a_removed_row(client: httpx2.Client, fake: FakeContextQ) -> None:
+    for _ in range(3):
+        client.post("/api/contexts", json=context_body())
+    removed, after = fake.audit_log()[1:3]
+    delete_audit(fake.store, removed.id)
+    with pytest.raises(AuditChainError, match=f"audit row {after.id}: prev_hash"):
+        fake.verify_audit_chain()
+
+
+def test_an_empty_log_verifies(fake: FakeContextQ) -> None:
+    assert fake.verify_audit_chain() == 0

@@ -1,0 +1,356 @@
+"""Every strict rule of the fake holds through its MCP surface, word for word as through
+REST, on every store: each tool is one REST call, so a refusal is REST's own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx2
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mcp import MCPError
+
+from adapter import wire
+from fake_contextq import FakeContextQ, Tenant, _msgs
+from fake_contextq.mcp import McpToolError, SyncMcpClient
+from tests.support.helpers import context_body, fill
+
+pytestmark = pytest.mark.all_stores
+
+
+@pytest.fixture
+def mcp(fake: FakeContextQ, key: str) -> Iterator[SyncMcpClient]:
+    with SyncMcpClient(fake.mcp_server(key)) as session:
+        yield session
+
+
+@pytest.fixture
+def mcp_as(fake: FakeContextQ, tenant: Tenant) -> Iterator[Callable[..., SyncMcpClient]]:
+    opened: list[SyncMcpClient] = []
+
+    def make(scopes: tuple[str, ...]) -> SyncMcpClient:
+        opened.append(SyncMcpClient(fake.mcp_server(fake.mint_key(tenant, scopes))).open())
+        return opened[-1]
+
+    yield make
+    for session in opened:
+        session.close()
+
+
+def refused(session: SyncMcpClient, tool: str, args: dict[str, Any]) -> McpToolError:
+    with pytest.raises(McpToolError) as caught:
+        session.call(tool, args)
+    return caught.value
+
+
+def test_a_context_saved_through_mcp_reads_back_identically_through_rest(
+    mcp: SyncMcpClient, client: httpx2.Client
+) -> None:
+    saved = mcp.call("ctx_save", {"content": "Deploys go out on Tuesdays.\nNever Fridays."})
+    assert saved["type"] == wire.MCP_SAVE_DEFAULT_TYPE
+    assert saved["title"] == "Deploys go out on Tuesdays."
+    assert client.get(f"/api/contexts/{saved['id']}").json() == saved
+    assert mcp.call("ctx_get", {"id": saved["id"]}) == saved
+
+
+def test_a_context_saved_through_rest_searches_the_same_through_mcp(
+    mcp: SyncMcpClient, client: httpx2.Client
+) -> None:
+    client.post("/api/contexts", json=context_body(title="Rotation", content="rotate keys"))
+    client.post("/api/contexts", json=context_body(title="Other", content="unrelated"))
+    body = {"query": "rotate keys", "limit": 5}
+    assert mcp.call("ctx_search", body) == client.post("/api/search", json=body).json()
+
+
+def test_a_read_only_key_cannot_save_through_mcp(
+    mcp_as: Callable[..., SyncMcpClient],
+) -> None:
+    reader = mcp_as((wire.READ,))
+    error = refused(reader, "ctx_save", {"content": "x"})
+    assert error.code == _msgs.SCOPE_DENIED
+    assert error.text.startswith(f"ContextQ 403 {_msgs.SCOPE_DENIED}:")
+    assert "'write'" in error.text
+    assert reader.call("ctx_list", {})["total"] == 0
+
+
+def test_a_key_without_read_cannot_search_or_boot_through_mcp(
+    mcp_as: Callable[..., SyncMcpClient],
+) -> None:
+    writer = mcp_as((wire.WRITE,))
+    assert refused(writer, "ctx_search", {"query": "x"}).code == _msgs.SCOPE_DENIED
+    assert refused(writer, "agent_boot", {"goal": "x"}).code == _msgs.SCOPE_DENIED
+    assert writer.call("agent_session_start", {})["status"] == wire.SESSION_STATUS_ACTIVE
+
+
+def test_the_free_plans_quota_refuses_the_101st_save_with_402(
+    fake: FakeContextQ, tenant: Tenant, mcp: SyncMcpClient, client: httpx2.Client
+) -> None:
+    fill(client, 100)
+    error = refused(mcp, "ctx_save", {"content": "one too many"})
+    assert error.code == _msgs.QUOTA_EXCEEDED
+    assert error.text.startswith(f"ContextQ 402 {_msgs.QUOTA_EXCEEDED}:")
+    assert error.body["plan"] == "free"
+    assert error.body["limit"] == 100
+    assert "free plan allows 100 contexts" in error.text
+    assert len(fake.contexts(tenant)) == 100
+
+
+def test_a_taken_external_id_is_refused_and_the_first_context_kept(
+    mcp: SyncMcpClient, client: httpx2.Client
+) -> None:
+    first = mcp.call("ctx_save", {"content": "one", "externalId": "run-1"})
+    error = refused(mcp, "ctx_save", {"content": "two", "externalId": "run-1"})
+    assert error.code == _msgs.EXTERNAL_ID_TAKEN
+    assert mcp.call("ctx_get", {"externalId": "run-1"}) == first
+    assert client.get("/api/contexts").json()["total"] == 1
+
+
+def test_search_refuses_the_three_save_only_types_naming_the_six(mcp: SyncMcpClient) -> None:
+    mcp.call("ctx_save", {"content": "a map", "type": "map"})
+    for extra in ("synthesis", "map", "moc"):
+        error = refused(mcp, "ctx_search", {"query": "map", "type": extra})
+        assert error.code == _msgs.VALIDATION_ERROR
+        for allowed in wire.SEARCH_TYPES:
+            assert repr(allowed) in error.text
+        assert repr(extra) in error.text
+
+
+def test_save_refuses_a_type_outside_the_nine(mcp: SyncMcpClient) -> None:
+    error = refused(mcp, "ctx_save", {"content": "x", "type": "handoff"})
+    assert error.code == _msgs.VALIDATION_ERROR
+    assert all(repr(t) in error.text for t in wire.CONTEXT_TYPES)
+
+
+def test_an_unknown_workspace_is_silently_dropped_on_save(
+    fake: FakeContextQ, tenant: Tenant, mcp: SyncMcpClient
+) -> None:
+    fake.create_workspace(tenant, "real")
+    saved = mcp.call("ctx_save", {"content": "x", "workspace": "typo"})
+    assert saved["workspace"] is None
+    assert mcp.call("ctx_save", {"content": "y", "workspace": "real"})["workspace"] == "real"
+
+
+def test_a_handoff_after_the_silent_session_fallback_is_no_workspace(
+    llm_fake: FakeContextQ,
+) -> None:
+    tenant = llm_fake.create_tenant("acme")
+    with SyncMcpClient(llm_fake.mcp_server(llm_fake.mint_key(tenant, wire.SCOPES))) as mcp:
+        session = mcp.call("agent_session_start", {"workspace": "does-not-exist"})
+        assert session["workspace"] is None
+        error = refused(mcp, "agent_handoff", {"session_id": session["id"]})
+    assert error.code == _msgs.NO_WORKSPACE
+    assert error.text.startswith(f"ContextQ 400 {_msgs.NO_WORKSPACE}:")
+
+
+def test_a_handoff_without_a_server_llm_is_503(
+    fake: FakeContextQ, tenant: Tenant, mcp: SyncMcpClient
+) -> None:
+    fake.create_workspace(tenant, "w")
+    session = mcp.call("agent_session_start", {"workspace": "w"})
+    assert refused(mcp, "agent_handoff", {"session_id": session["id"]}).code == (
+        _msgs.LLM_UNAVAILABLE
+    )
+
+
+def test_the_agent_tools_run_a_whole_session(
+    fake: FakeContextQ, tenant: Tenant, mcp: SyncMcpClient
+) -> None:
+    fake.create_workspace(tenant, "w")
+    session = mcp.call("agent_session_start", {"workspace": "w"})["id"]
+    mcp.call("agent_checkpoint", {"session_id": session, "seq": 1, "state": {"step": 1}})
+    stale = refused(mcp, "agent_checkpoint", {"session_id": session, "seq": 1, "state": {}})
+    assert stale.code == _msgs.SEQ_CONFLICT
+    task = mcp.call("agent_task_upsert", {"session_id": session, "key": "t1", "title": "Do"})
+    assert refused(mcp, "agent_task_tick", {"task_id": task["id"], "evidence": " "}).code == (
+        _msgs.EVIDENCE_REQUIRED
+    )
+    ticked = mcp.call("agent_task_tick", {"task_id": task["id"], "evidence": "tests pass"})
+    assert ticked["status"] == wire.TASK_VERIFIED
+    mcp.call("agent_lesson_add", {"text": "Run the tests first.", "workspace": "w"})
+    resumed = mcp.call("agent_resume", {"session_id": session})
+    assert resumed["checkpoint"]["seq"] == 1
+    ended = mcp.call("agent_session_end", {"session_id": session, "status": "completed"})
+    assert ended["status"] == "completed"
+    boot = mcp.call("agent_boot", {"goal": "tests", "workspace": "w"})
+    assert [lesson["text"] for lesson in boot["lessons"]] == ["Run the tests first."]
+
+
+def test_list_with_several_tags_keeps_what_carries_all_and_counts_exactly(
+    mcp: SyncMcpClient,
+) -> None:
+    for i in range(7):
+        tags = ["a", "b"] if i % 2 == 0 else ["a"]
+        mcp.call("ctx_save", {"content": f"n{i}", "tags": tags})
+    page = mcp.call("ctx_list", {"tags": ["a", "b"], "limit": 3, "offset": 1})
+    assert page["total"] == 4
+    assert len(page["items"]) == 3
+    assert all({"a", "b"} <= set(row["tags"]) for row in page["items"])
+    assert mcp.call("ctx_list", {"tags": ["a"]})["total"] == 7
+
+
+def test_stats_count_in_all_and_by_type(mcp: SyncMcpClient) -> None:
+    mcp.call("ctx_save", {"content": "x", "type": "lesson"})
+    mcp.call("ctx_save", {"content": "y", "type": "lesson"})
+    mcp.call("ctx_save", {"content": "z"})
+    stats = mcp.call("ctx_stats", {})
+    assert stats["total"] == 3
+    assert stats["byType"]["lesson"] == 2
+    assert stats["byType"][wire.MCP_SAVE_DEFAULT_TYPE] == 1
+    assert set(stats["byType"]) == set(wire.CONTEXT_TYPES)
+
+
+def test_update_bulk_and_delete_through_mcp(mcp: SyncMcpClient, client: httpx2.Client) -> None:
+    saved = mcp.call("ctx_save", {"content": "v1", "tags": ["keep"]})
+    updated = mcp.call("ctx_update", {"id": saved["id"], "content": "v2"})
+    assert (updated["content"], updated["tags"]) == ("v2", ["keep"])
+    items = [context_body(externalId="e1"), context_body(externalId="e2")]
+    assert mcp.call("ctx_bulk_update", {"contexts": items})["created"] == 2
+    assert mcp.call("ctx_delete", {"id": saved["id"]}) == {"deleted": True, "id": saved["id"]}
+    assert client.get(f"/api/contexts/{saved['id']}").status_code == 404
+    assert refused(mcp, "ctx_delete", {"id": saved["id"]}).code == _msgs.NOT_FOUND
+
+
+def test_another_tenants_context_is_not_found_through_mcp(
+    fake: FakeContextQ, mcp: SyncMcpClient
+) -> None:
+    other = fake.create_tenant("globex")
+    with SyncMcpClient(fake.mcp_server(fake.mint_key(other))) as theirs:
+        their_id = theirs.call("ctx_save", {"content": "secret"})["id"]
+    assert refused(mcp, "ctx_get", {"id": their_id}).code == _msgs.NOT_FOUND
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "where"),
+    [
+        ("ctx_save", {}, "'content' is a required property"),
+        ("ctx_save", {"content": 3}, "$.content"),
+        ("ctx_search", {"query": "x", "limit": "ten"}, "$.limit"),
+        ("agent_checkpoint", {"session_id": 1, "seq": 1}, "'state' is a required property"),
+        ("ctx_get", {}, "exactly one of 'id' and 'externalId'"),
+        ("ctx_get", {"id": 1, "externalId": "e"}, "exactly one of 'id' and 'externalId'"),
+    ],
+)
+def test_arguments_of_the_wrong_shape_are_the_protocols_invalid_params(
+    mcp: SyncMcpClient, client: httpx2.Client, tool: str, args: dict[str, Any], where: str
+) -> None:
+    with pytest.raises(MCPError) as caught:
+        mcp.call_tool(tool, args)
+    assert caught.value.code == -32602
+    assert where in caught.value.message
+    assert tool in caught.value.message
+    assert client.get("/api/contexts").json()["total"] == 0
+
+
+def test_an_unknown_tool_is_the_protocols_error_naming_the_tools(mcp: SyncMcpClient) -> None:
+    with pytest.raises(MCPError) as caught:
+        mcp.call_tool("ctx_dream", {})
+    assert caught.value.code == -32602
+    assert "'ctx_dream'" in caught.value.message
+    assert "ctx_save" in caught.value.message
+
+
+_text = st.text(max_size=30)
+_save_args = st.fixed_dictionaries(
+    {"content": st.one_of(_text, st.integers())},
+    optional={
+        "title": st.one_of(_text, st.just("")),
+        "type": st.sampled_from([*wire.CONTEXT_TYPES, "handoff", ""]),
+        "tags": st.lists(st.one_of(_text, st.integers()), max_size=3),
+        "externalId": st.sampled_from(["e1", "e2", ""]),
+        "workspace": st.sampled_from(["w", "nope", ""]),
+        "metadata": st.one_of(st.dictionaries(_text, _text, max_size=2), st.just([])),
+    },
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(args=_save_args)
+def test_any_save_answers_as_rest_answers_the_same_body(
+    fake: FakeContextQ,
+    tenant: Tenant,
+    mcp: SyncMcpClient,
+    client: httpx2.Client,
+    args: dict[str, Any],
+) -> None:
+    """Arguments of the right shape get exactly REST's answer for the body the tool sends
+    (the same row or the same refusal); the wrong shape is refused before any REST call."""
+    if not fake.workspaces(tenant):
+        fake.create_workspace(tenant, "w")
+    before = client.get("/api/contexts").json()["total"]
+    try:
+        result = mcp.call_tool("ctx_save", args)
+    except MCPError as exc:
+        code = exc.code
+        result = None
+    if result is None:
+        assert code == -32602
+        assert client.get("/api/contexts").json()["total"] == before
+        return
+    body = dict(args)
+    body.setdefault("type", wire.MCP_SAVE_DEFAULT_TYPE)
+    body.setdefault("title", wire.mcp_save_title(args["content"]))
+    if result.is_error:
+        rest = client.post("/api/contexts", json=body)
+        assert rest.status_code >= 400
+        assert result.structured_content == rest.json()
+    else:
+        saved = result.structured_content
+        assert saved is not None
+        assert client.get(f"/api/contexts/{saved['id']}").json() == saved
+        assert (saved["title"], saved["type"]) == (body["title"], body["type"])
+
+
+LIST_CASES = [
+    {},
+    {"limit": -1},
+    {"limit": 0},
+    {"limit": 1},
+    {"limit": 2},
+    {"limit": wire.LIST_MAX_LIMIT},
+    {"limit": wire.LIST_MAX_LIMIT + 1},
+    {"limit": 10**30},
+    {"offset": -2},
+    {"offset": -1},
+    {"offset": 1},
+    {"offset": 2**31},
+    {"offset": 10**30},
+    {"limit": 2, "offset": 1},
+    {"limit": 1, "offset": 3},
+    {"limit": -1, "offset": -2},
+]
+
+
+@pytest.mark.parametrize("tags", [[], ["a"], ["a", "b"], ["a", "b", "c"]], ids=len)
+def test_list_holds_limit_and_offset_to_rests_rules_whatever_the_number_of_tags(
+    mcp: SyncMcpClient, client: httpx2.Client, tags: list[str]
+) -> None:
+    """REST's answer to the same limit and offset (with the first tag as its filter) is the
+    MCP answer: the same 400 word for word, or the same page bounds over the rows that
+    carry every tag."""
+    for i in range(7):
+        mcp.call("ctx_save", {"content": f"n{i}", "tags": ["a", "b", "c"] if i % 2 else ["a"]})
+    for case in LIST_CASES:
+        params = {name: str(value) for name, value in case.items()}
+        if tags:
+            params["tag"] = tags[0]
+        rest = client.get("/api/contexts", params=params)
+        result = mcp.call_tool("ctx_list", {**case, **({"tags": tags} if tags else {})})
+        if rest.status_code != 200:
+            assert rest.status_code == 400, rest.text
+            assert result.is_error, (case, result.structured_content)
+            assert result.structured_content == rest.json(), case
+            continue
+        assert not result.is_error, (case, result.structured_content)
+        page = result.structured_content
+        assert page is not None
+        want = rest.json()
+        assert (page["limit"], page["offset"]) == (want["limit"], want["offset"]), case
+        every = client.get("/api/contexts", params={"limit": "500"}).json()["items"]
+        carrying = [row["id"] for row in every if set(tags) <= set(row["tags"])]
+        assert page["total"] == len(carrying), case
+        start, size = want["offset"], want["limit"]
+        assert [row["id"] for row in page["items"]] == carrying[start : start + size], case

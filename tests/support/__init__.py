@@ -1,0 +1,1 @@
+"""Helpers the tests import by name; no tests here."""
