@@ -19,6 +19,8 @@ from mcp.shared.exceptions import MCPError
 from adapter import wire
 from fake_contextq import __version__, _msgs
 from fake_contextq.mcp.tools import Rest, run_tool
+from fake_contextq.service.operations import MCP_TOOLS, mcp_tool
+from fake_contextq.service.tool_shapes import McpTool
 
 RestFor = Callable[[ServerRequestContext[Any, Any]], Rest]
 
@@ -26,7 +28,7 @@ SHAPE_KEYWORDS = frozenset({"required", "type"})
 _VALIDATORS: dict[str, jsonschema.protocols.Validator] = {}
 
 
-def _validator(tool: wire.McpTool) -> jsonschema.protocols.Validator:
+def _validator(tool: McpTool) -> jsonschema.protocols.Validator:
     found = _VALIDATORS.get(tool.name)
     if found is None:
         cls = jsonschema.validators.validator_for(tool.input_schema)
@@ -34,7 +36,7 @@ def _validator(tool: wire.McpTool) -> jsonschema.protocols.Validator:
     return found
 
 
-def check_arguments(tool: wire.McpTool, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+def check_arguments(tool: McpTool, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
     """The arguments if they have the schema's shape, else the protocol's "invalid params"
     error naming the first field that does not.
 
@@ -61,7 +63,7 @@ def check_arguments(tool: wire.McpTool, arguments: Mapping[str, Any] | None) -> 
             types.INVALID_PARAMS,
             _msgs.MCP_BAD_ARGUMENTS.format(name=tool.name, where=where, problem=error.message),
         )
-    if tool is wire.McpTools.CTX_GET and ("id" in args) == ("externalId" in args):
+    if tool.name == "ctx_get" and ("id" in args) == ("externalId" in args):
         raise MCPError(types.INVALID_PARAMS, _msgs.MCP_GET_NEEDS_ONE)
     return args
 
@@ -74,15 +76,15 @@ def tool_listing() -> list[types.Tool]:
             input_schema=dict(t.input_schema),
             annotations=types.ToolAnnotations(
                 read_only_hint=t.scope == wire.READ,
-                destructive_hint=t is wire.McpTools.CTX_DELETE,
+                destructive_hint=t.destructive,
             ),
         )
-        for t in wire.MCP_TOOLS
+        for t in MCP_TOOLS
     ]
 
 
 def input_schema(name: str) -> Mapping[str, Any] | None:
-    tool = wire.mcp_tool(name)
+    tool = mcp_tool(name)
     return None if tool is None else tool.input_schema
 
 
@@ -99,9 +101,9 @@ def build_server(rest_for: RestFor) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        tool = wire.mcp_tool(params.name)
+        tool = mcp_tool(params.name)
         if tool is None:
-            names = ", ".join(t.name for t in wire.MCP_TOOLS)
+            names = ", ".join(t.name for t in MCP_TOOLS)
             raise MCPError(
                 types.INVALID_PARAMS, _msgs.MCP_UNKNOWN_TOOL.format(name=params.name, names=names)
             )

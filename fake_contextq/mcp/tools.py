@@ -23,6 +23,7 @@ from adapter import wire
 from fake_contextq import _msgs
 from fake_contextq.domain._validate import json_type_name
 from fake_contextq.mcp.masking import scrubbed, shown_url, url_secrets
+from fake_contextq.service.tool_shapes import MCP_SAVE_DEFAULT_TYPE, McpTool, mcp_save_title
 
 Answer = tuple[int, Any]
 
@@ -201,7 +202,7 @@ async def _json(
     return _ok(rest, route, await rest.call(route, **request), want=want)
 
 
-async def _generic(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any:
+async def _generic(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
     """Path parameters from the arguments named in the route; the rest is the body (or
     the query of a GET)."""
     route = tool.route
@@ -213,32 +214,32 @@ async def _generic(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> A
     return await _json(rest, route, path=path, body=rest_args)
 
 
-async def _save(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any:
+async def _save(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
     body = _fields(args, wire.CONTEXT_FIELDS)
-    body.setdefault("type", wire.MCP_SAVE_DEFAULT_TYPE)
+    body.setdefault("type", MCP_SAVE_DEFAULT_TYPE)
     if "title" not in body and isinstance(body.get("content"), str):
-        body["title"] = wire.mcp_save_title(body["content"])
+        body["title"] = mcp_save_title(body["content"])
     return await _json(rest, tool.route, body=body)
 
 
-async def _get(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any:
+async def _get(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
     if "externalId" in args:
         route = wire.Routes.GET_CONTEXT_BY_EXTERNAL
         return await _json(rest, route, path={"external_id": args["externalId"]})
     return await _json(rest, tool.route, path={"context_id": args["id"]})
 
 
-async def _update(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any:
+async def _update(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
     body = _fields(args, wire.CONTEXT_FIELDS)
     return await _json(rest, tool.route, path={"context_id": args["id"]}, body=body)
 
 
-async def _delete(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any:
+async def _delete(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
     await _json(rest, tool.route, want=None, path={"context_id": args["id"]})
     return {"deleted": True, "id": args["id"]}  # [assumed] REST answers 204, no body
 
 
-async def _list(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any:
+async def _list(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
     """One tag is REST's own filter. More are applied to every page of the first tag's
     listing, so ``total`` and the page stay exact ([assumed] every tag must be carried);
     the first request carries the caller's ``limit`` and ``offset`` as given, so REST's
@@ -280,7 +281,7 @@ def _tags_of(row: Mapping[str, Any]) -> list[str]:
     return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
 
 
-async def _stats(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any:
+async def _stats(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
     route = tool.route
     base = _fields(args, ("workspace",))
     by_type: dict[str, int] = {}
@@ -291,19 +292,19 @@ async def _stats(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> Any
     return {"total": total, "byType": by_type}  # [assumed] the shape of ctx_stats
 
 
-Call = Callable[[Rest, wire.McpTool, Mapping[str, Any]], Awaitable[Any]]
+Call = Callable[[Rest, McpTool, Mapping[str, Any]], Awaitable[Any]]
 
 CALLS: Mapping[str, Call] = {
-    wire.McpTools.CTX_SAVE.name: _save,
-    wire.McpTools.CTX_GET.name: _get,
-    wire.McpTools.CTX_UPDATE.name: _update,
-    wire.McpTools.CTX_DELETE.name: _delete,
-    wire.McpTools.CTX_LIST.name: _list,
-    wire.McpTools.CTX_STATS.name: _stats,
+    "ctx_save": _save,
+    "ctx_get": _get,
+    "ctx_update": _update,
+    "ctx_delete": _delete,
+    "ctx_list": _list,
+    "ctx_stats": _stats,
 }
 
 
-async def run_tool(rest: Rest, tool: wire.McpTool, args: Mapping[str, Any]) -> types.CallToolResult:
+async def run_tool(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> types.CallToolResult:
     """The tool's REST call(s) and the result a TypeScript MCP server most likely returns:
     [assumed] the REST answer's JSON as one text block and as ``structuredContent``; a REST
     refusal as ``isError`` with the status, code and message in the text and the error body

@@ -11,8 +11,8 @@ from urllib.parse import parse_qsl
 from adapter import wire
 from fake_contextq import _msgs
 from fake_contextq.domain._validate import Issues
-from fake_contextq.domain.render import json_body
 from fake_contextq.domain.errors import ApiError
+from fake_contextq.domain.render import json_body
 
 __all__ = ["Answer", "ReceivedBody", "Request", "json_answer", "query_params"]
 

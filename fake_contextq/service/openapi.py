@@ -1,6 +1,6 @@
 """The OpenAPI document, derived from the table of operations.
 
-The shapes are ``http.openapi``'s; which operation has which, its parameters, its tag and
+The shapes are in ``schemas``; which operation has which, its parameters, its tag and
 every status it can answer come from the table, so the document cannot list a route the
 service does not serve, or miss one it does. Operation ids and summaries follow the form
 FastAPI gave them, which the document has always had.
@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from fake_contextq.http import openapi as oa
+from fake_contextq.service import schemas as oa
 from fake_contextq.service.operations import Operation
 
 __all__ = ["PATH_PARAMETERS", "TITLE", "VERSION", "document"]

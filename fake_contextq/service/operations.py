@@ -17,9 +17,10 @@ from adapter import wire
 from fake_contextq.domain import records as r
 from fake_contextq.domain import render
 from fake_contextq.domain.backend import ContextQBackend
-from fake_contextq.http import openapi as oa
+from fake_contextq.service import schemas as oa
+from fake_contextq.service import tool_shapes as ts
 
-__all__ = ["OPERATIONS", "Inputs", "Operation", "operation"]
+__all__ = ["MCP_TOOLS", "OPERATIONS", "Inputs", "Operation", "mcp_tool", "mcp_tools", "operation"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,7 @@ class Operation:
     lone_read: bool = False
     status_of: Callable[[Any], int] | None = None
     other_statuses: tuple[int, ...] = ()
+    mcp: tuple[ts.Exposure, ...] = ()  # the MCP tools it is exposed as, if any
 
     @property
     def name(self) -> str:
@@ -101,145 +103,233 @@ _LIST_QUERY: tuple[tuple[str, oa.Schema], ...] = (
 OPERATIONS: tuple[Operation, ...] = (
     # ----- contexts -----
     Operation(
-        W.CREATE_CONTEXT, "contexts",
+        W.CREATE_CONTEXT,
+        "contexts",
         lambda b, p, i: b.create_context(p, i.body),
-        render.context_body, oa.CONTEXT, (400, 402, 403, 409),
+        render.context_body,
+        oa.CONTEXT,
+        (400, 402, 403, 409),
         body_schema=oa.CONTEXT_CREATE,
+        mcp=(ts.CTX_SAVE,),
     ),
     Operation(
-        W.LIST_CONTEXTS, "contexts",
+        W.LIST_CONTEXTS,
+        "contexts",
         lambda b, p, i: b.list_contexts(p, i.query),
-        render.page_body, oa.PAGE, (400, 403),
+        render.page_body,
+        oa.PAGE,
+        (400, 403),
         query=_LIST_QUERY,
+        mcp=(
+            ts.CTX_LIST,
+            ts.CTX_STATS,
+        ),
     ),
     Operation(
-        W.BULK_UPSERT, "contexts",
+        W.BULK_UPSERT,
+        "contexts",
         lambda b, p, i: b.bulk_upsert(p, i.body),
-        render.bulk_json, oa.BULK_RESULT, (400, 402, 403),
+        render.bulk_json,
+        oa.BULK_RESULT,
+        (400, 402, 403),
         body_schema=oa.BULK_UPSERT,
+        mcp=(ts.CTX_BULK_UPDATE,),
     ),
     Operation(
-        W.GET_CONTEXT_BY_EXTERNAL, "contexts",
+        W.GET_CONTEXT_BY_EXTERNAL,
+        "contexts",
         lambda b, p, i: b.get_context_by_external(p, i.path["external_id"]),
-        render.context_body, oa.CONTEXT, (400, 403, 404),
+        render.context_body,
+        oa.CONTEXT,
+        (400, 403, 404),
         path_fields={"external_id": "externalId"},
         lone_read=True,
     ),
     Operation(
-        W.GET_CONTEXT, "contexts",
+        W.GET_CONTEXT,
+        "contexts",
         lambda b, p, i: b.get_context(p, i.path["context_id"]),
-        render.context_body, oa.CONTEXT, (400, 403, 404),
+        render.context_body,
+        oa.CONTEXT,
+        (400, 403, 404),
         lone_read=True,
+        mcp=(ts.CTX_GET,),
     ),
     Operation(
-        W.UPDATE_CONTEXT, "contexts",
+        W.UPDATE_CONTEXT,
+        "contexts",
         lambda b, p, i: b.update_context(p, i.path["context_id"], i.body),
-        render.context_body, oa.CONTEXT, (400, 403, 404, 409),
+        render.context_body,
+        oa.CONTEXT,
+        (400, 403, 404, 409),
         body_schema=oa.CONTEXT_UPDATE,
+        mcp=(ts.CTX_UPDATE,),
     ),
     Operation(
-        W.DELETE_CONTEXT, "contexts",
+        W.DELETE_CONTEXT,
+        "contexts",
         lambda b, p, i: b.delete_context(p, i.path["context_id"]),
-        None, None, (400, 403, 404),
+        None,
+        None,
+        (400, 403, 404),
+        mcp=(ts.CTX_DELETE,),
     ),
     # ----- workspaces -----
     Operation(
-        W.LIST_WORKSPACES, "workspaces",
+        W.LIST_WORKSPACES,
+        "workspaces",
         lambda b, p, _: b.list_workspaces(p),
-        render.workspaces_json, oa.WORKSPACES, (403,),
+        render.workspaces_json,
+        oa.WORKSPACES,
+        (403,),
     ),
     Operation(
-        W.CREATE_WORKSPACE, "workspaces",
+        W.CREATE_WORKSPACE,
+        "workspaces",
         lambda b, p, i: b.create_workspace(p, i.body),
-        render.workspace_json, oa.WORKSPACE, (400, 403, 409),
+        render.workspace_json,
+        oa.WORKSPACE,
+        (400, 403, 409),
         body_schema=oa.WORKSPACE_CREATE,
     ),
     Operation(
-        W.ARCHIVE_WORKSPACE, "workspaces",
+        W.ARCHIVE_WORKSPACE,
+        "workspaces",
         lambda b, p, i: b.archive_workspace(p, i.path["slug"]),
-        render.workspace_json, oa.WORKSPACE, (400, 403, 404),
+        render.workspace_json,
+        oa.WORKSPACE,
+        (400, 403, 404),
         path_fields={"slug": "slug"},
     ),
     Operation(
-        W.DELETE_WORKSPACE, "workspaces",
+        W.DELETE_WORKSPACE,
+        "workspaces",
         lambda b, p, i: b.delete_workspace(p, i.path["slug"]),
-        None, None, (400, 403, 404, 409),
+        None,
+        None,
+        (400, 403, 404, 409),
         path_fields={"slug": "slug"},
     ),
     # ----- search -----
     Operation(
-        W.SEARCH, "search",
+        W.SEARCH,
+        "search",
         lambda b, p, i: b.search(p, i.body),
-        render.search_json, oa.SEARCH_RESULT, (400, 403),
+        render.search_json,
+        oa.SEARCH_RESULT,
+        (400, 403),
         body_schema=oa.SEARCH,
+        mcp=(ts.CTX_SEARCH,),
     ),
     # ----- Agent Memory Layer -----
     Operation(
-        W.START_SESSION, "agent",
+        W.START_SESSION,
+        "agent",
         lambda b, p, i: b.agent.start_session(p, i.body),
-        render.session_json, oa.SESSION, (400, 403, 404),
+        render.session_json,
+        oa.SESSION,
+        (400, 403, 404),
         body_schema=oa.SESSION_START,
+        mcp=(ts.AGENT_SESSION_START,),
     ),
     Operation(
-        W.GET_SESSION, "agent",
+        W.GET_SESSION,
+        "agent",
         lambda b, p, i: b.agent.get_session(p, i.path["session_id"]),
-        render.session_json, oa.SESSION, (400, 403, 404),
+        render.session_json,
+        oa.SESSION,
+        (400, 403, 404),
     ),
     Operation(
-        W.END_SESSION, "agent",
+        W.END_SESSION,
+        "agent",
         lambda b, p, i: b.agent.end_session(p, i.path["session_id"], i.body),
-        render.session_json, oa.SESSION, (400, 403, 404),
+        render.session_json,
+        oa.SESSION,
+        (400, 403, 404),
         body_schema=oa.SESSION_END,
+        mcp=(ts.AGENT_SESSION_END,),
     ),
     Operation(
-        W.CHECKPOINT, "agent",
+        W.CHECKPOINT,
+        "agent",
         lambda b, p, i: b.agent.checkpoint(p, i.path["session_id"], i.body),
-        render.checkpoint_json, oa.CHECKPOINT, (400, 403, 404, 409),
+        render.checkpoint_json,
+        oa.CHECKPOINT,
+        (400, 403, 404, 409),
         body_schema=oa.CHECKPOINT_BODY,
+        mcp=(ts.AGENT_CHECKPOINT,),
     ),
     Operation(
-        W.RESUME, "agent",
+        W.RESUME,
+        "agent",
         lambda b, p, i: b.agent.resume(p, i.path["session_id"]),
-        render.resume_json, oa.RESUME, (400, 403, 404),
+        render.resume_json,
+        oa.RESUME,
+        (400, 403, 404),
+        mcp=(ts.AGENT_RESUME,),
     ),
     Operation(
-        W.LIST_TASKS, "agent",
+        W.LIST_TASKS,
+        "agent",
         lambda b, p, i: b.agent.list_tasks(p, i.path["session_id"]),
-        _items, oa.TASKS, (400, 403, 404),
+        _items,
+        oa.TASKS,
+        (400, 403, 404),
     ),
     Operation(
-        W.UPSERT_TASK, "agent",
+        W.UPSERT_TASK,
+        "agent",
         lambda b, p, i: b.agent.upsert_task(p, i.body),
-        _task, oa.TASK, (400, 403, 404, 422),
+        _task,
+        oa.TASK,
+        (400, 403, 404, 422),
         body_schema=oa.TASK_BODY,
         status_of=_task_status,
         other_statuses=(200,),
+        mcp=(ts.AGENT_TASK_UPSERT,),
     ),
     Operation(
-        W.TICK_TASK, "agent",
+        W.TICK_TASK,
+        "agent",
         lambda b, p, i: b.agent.tick_task(p, i.path["task_id"], i.body),
-        render.task_json, oa.TASK, (400, 403, 404, 422),
+        render.task_json,
+        oa.TASK,
+        (400, 403, 404, 422),
         body_schema=oa.TICK_BODY,
+        mcp=(ts.AGENT_TASK_TICK,),
     ),
     Operation(
-        W.ADD_LESSON, "agent",
+        W.ADD_LESSON,
+        "agent",
         lambda b, p, i: b.agent.add_lesson(p, i.body),
-        render.lesson_json, oa.LESSON, (400, 403, 404),
+        render.lesson_json,
+        oa.LESSON,
+        (400, 403, 404),
         body_schema=oa.LESSON_BODY,
+        mcp=(ts.AGENT_LESSON_ADD,),
     ),
     Operation(
-        W.HANDOFF, "agent",
+        W.HANDOFF,
+        "agent",
         lambda b, p, i: b.agent.handoff(p, i.body),
-        render.handoff_json, oa.HANDOFF, (400, 403, 404, 503),
+        render.handoff_json,
+        oa.HANDOFF,
+        (400, 403, 404, 503),
         body_schema=oa.HANDOFF_BODY,
+        mcp=(ts.AGENT_HANDOFF,),
     ),
     Operation(
-        W.BOOT, "agent",
+        W.BOOT,
+        "agent",
         lambda b, p, i: b.agent.boot(p, i.body),
-        render.boot_json, oa.BOOT, (400, 403),
+        render.boot_json,
+        oa.BOOT,
+        (400, 403),
         body_schema=oa.BOOT_BODY,
+        mcp=(ts.AGENT_BOOT,),
     ),
-)  # fmt: skip
+)
 
 
 def operation(name: str) -> Operation:
@@ -248,3 +338,17 @@ def operation(name: str) -> Operation:
         if op.name == name:
             return op
     raise KeyError(f"no operation named {name!r}")
+
+
+def mcp_tools(operations: tuple[Operation, ...]) -> tuple[ts.McpTool, ...]:
+    """The MCP tools ``operations`` are exposed as, in table order."""
+    return tuple(ts.McpTool.of(e, op.route) for op in operations for e in op.mcp)
+
+
+#: ContextQ's MCP tools as the fake serves them.
+MCP_TOOLS: tuple[ts.McpTool, ...] = mcp_tools(OPERATIONS)
+
+
+def mcp_tool(name: str) -> ts.McpTool | None:
+    """The tool of that name, or None."""
+    return next((t for t in MCP_TOOLS if t.name == name), None)

@@ -14,9 +14,9 @@ import anthropic
 import pytest
 from anthropic import beta_tool
 
-from adapter import wire
 from fake_anthropic import ScriptedModel, mcp_tool_use, text, tool_search, tool_use, turn
 from fake_contextq import FakeContextQ, ServedFake, Tenant
+from fake_contextq.service import MCP_TOOLS
 
 MODEL = "claude-sonnet-4-5"
 BETA = "mcp-client-2026-09-15"
@@ -105,7 +105,7 @@ def test_a_reply_carries_the_listing_it_fetched_first(
     listed = reply.content[0]
     assert listed.mcp_server_name == "contextq"
     tools = {t.name: t for t in listed.tools}
-    assert set(tools) == {t.name for t in wire.MCP_TOOLS}
+    assert set(tools) == {t.name for t in MCP_TOOLS}
     assert tools["ctx_save"].input_schema["required"] == ["content"]
     assert tools["ctx_save"].description
     assert [c.content for c in fake.contexts(tenant)] == ["Ship"]
@@ -133,7 +133,7 @@ def test_the_stream_carries_the_listing_whole(fake: FakeContextQ, key: str) -> N
     ) as stream:
         final: Any = stream.get_final_message()
     assert final.content[0].type == "mcp_tool_listing"
-    assert len(final.content[0].tools) == len(wire.MCP_TOOLS)
+    assert len(final.content[0].tools) == len(MCP_TOOLS)
 
 
 def test_a_listing_sent_back_is_used_instead_of_asking_the_server() -> None:
@@ -460,6 +460,6 @@ def test_the_transcript_shows_the_listing_in_one_line(fake: FakeContextQ, key: s
     model = routed(fake)
     model.script(text("ok"))
     ask(model, [server(token=key)])
-    assert f"    mcp_tool_listing contextq ({len(wire.MCP_TOOLS)} tools)" in (
+    assert f"    mcp_tool_listing contextq ({len(MCP_TOOLS)} tools)" in (
         model.transcript().splitlines()
     )

@@ -13,7 +13,17 @@ import pytest
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant
 from fake_contextq.domain.audit import AgentAction
-from tests.support.helpers import actions, checkpoint, error, issue_paths, ok, resume, start, tick, upsert
+from tests.support.helpers import (
+    actions,
+    checkpoint,
+    error,
+    issue_paths,
+    ok,
+    resume,
+    start,
+    tick,
+    upsert,
+)
 
 pytestmark = pytest.mark.all_stores
 

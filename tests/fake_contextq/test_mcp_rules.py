@@ -15,6 +15,7 @@ from mcp import MCPError
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant, _msgs
 from fake_contextq.mcp import McpToolError, SyncMcpClient
+from fake_contextq.service.tool_shapes import MCP_SAVE_DEFAULT_TYPE, mcp_save_title
 from tests.support.helpers import context_body, fill
 
 pytestmark = pytest.mark.all_stores
@@ -49,7 +50,7 @@ def test_a_context_saved_through_mcp_reads_back_identically_through_rest(
     mcp: SyncMcpClient, client: httpx2.Client
 ) -> None:
     saved = mcp.call("ctx_save", {"content": "Deploys go out on Tuesdays.\nNever Fridays."})
-    assert saved["type"] == wire.MCP_SAVE_DEFAULT_TYPE
+    assert saved["type"] == MCP_SAVE_DEFAULT_TYPE
     assert saved["title"] == "Deploys go out on Tuesdays."
     assert client.get(f"/api/contexts/{saved['id']}").json() == saved
     assert mcp.call("ctx_get", {"id": saved["id"]}) == saved
@@ -197,7 +198,7 @@ def test_stats_count_in_all_and_by_type(mcp: SyncMcpClient) -> None:
     stats = mcp.call("ctx_stats", {})
     assert stats["total"] == 3
     assert stats["byType"]["lesson"] == 2
-    assert stats["byType"][wire.MCP_SAVE_DEFAULT_TYPE] == 1
+    assert stats["byType"][MCP_SAVE_DEFAULT_TYPE] == 1
     assert set(stats["byType"]) == set(wire.CONTEXT_TYPES)
 
 
@@ -291,8 +292,8 @@ def test_any_save_answers_as_rest_answers_the_same_body(
         assert client.get("/api/contexts").json()["total"] == before
         return
     body = dict(args)
-    body.setdefault("type", wire.MCP_SAVE_DEFAULT_TYPE)
-    body.setdefault("title", wire.mcp_save_title(args["content"]))
+    body.setdefault("type", MCP_SAVE_DEFAULT_TYPE)
+    body.setdefault("title", mcp_save_title(args["content"]))
     if result.is_error:
         rest = client.post("/api/contexts", json=body)
         assert rest.status_code >= 400

@@ -16,6 +16,7 @@ from mcp import StdioServerParameters
 from adapter import wire
 from fake_contextq import FakeContextQ, ServedFake, Tenant, _msgs
 from fake_contextq.mcp import McpToolError, SyncMcpClient
+from fake_contextq.service import MCP_TOOLS, MCP_TOOLS_NOT_FAKED
 
 
 @pytest.fixture
@@ -29,11 +30,11 @@ def test_the_tools_are_the_contracts_and_nothing_unmodelled_is_advertised(
 ) -> None:
     with SyncMcpClient(fake.mcp_server(key)) as mcp:
         tools = {t.name: t for t in mcp.list_tools()}
-    assert list(tools) == [t.name for t in wire.MCP_TOOLS]
-    for contract in wire.MCP_TOOLS:
+    assert list(tools) == [t.name for t in MCP_TOOLS]
+    for contract in MCP_TOOLS:
         assert tools[contract.name].input_schema == contract.input_schema
         assert tools[contract.name].description == contract.description
-    assert not set(tools) & set(wire.MCP_TOOLS_NOT_FAKED)
+    assert not set(tools) & set(MCP_TOOLS_NOT_FAKED)
     save = tools["ctx_save"].input_schema
     assert save["required"] == ["content"]
     assert save["properties"]["type"]["enum"] == list(wire.CONTEXT_TYPES)
@@ -50,7 +51,7 @@ def test_streamable_http_lists_and_calls_with_the_same_answers_as_rest(
     fake: FakeContextQ, served: ServedFake, key: str, mode: str
 ) -> None:
     with SyncMcpClient(served.mcp_url, api_key=key, mode=mode) as mcp:
-        assert len(mcp.list_tools()) == len(wire.MCP_TOOLS)
+        assert len(mcp.list_tools()) == len(MCP_TOOLS)
         saved = mcp.call("ctx_save", {"content": "over http", "tags": ["net"]})
         assert mcp.call("ctx_get", {"id": saved["id"]}) == saved
     with httpx2.Client(
@@ -183,7 +184,7 @@ def test_stdio_bridges_to_a_served_fakes_rest_api(
     env = {**os.environ, wire.MCP_API_URL_ENV: served.url, wire.MCP_API_KEY_ENV: key}
     fake.create_workspace(tenant, "w")
     with SyncMcpClient(_stdio(env)) as mcp:
-        assert len(mcp.list_tools()) == len(wire.MCP_TOOLS)
+        assert len(mcp.list_tools()) == len(MCP_TOOLS)
         assert mcp.call("ctx_list", {})["total"] == 0
         with pytest.raises(McpToolError) as caught:
             mcp.call("ctx_save", {"content": "x"})

@@ -1,4 +1,4 @@
-"""JSON Schemas of the wire shapes, derived from ``contract``, for the OpenAPI document.
+"""JSON Schemas of the wire shapes, for the OpenAPI document the service derives from its table.
 
 The routes parse bodies themselves (so errors have ContextQ's shape); these schemas
 only document them, which lets schemathesis fuzz the app from its own document.

@@ -1,0 +1,332 @@
+"""How an operation is exposed as an MCP tool: the tool's name, what the server tells a
+model about it, its input schema and that schema's provenance.
+
+[public] ContextQ's MCP server names the Core CRUD tools and ``ctx_stats``, and documents
+the parameters of ``ctx_save``, ``ctx_search`` and ``ctx_list``; [seed] the 9-type enum on
+save, the 6-type enum on search, the agent tools (seed 003: ``mcp/src/tools.ts``, each tool
+one REST call); [assumed] every other parameter and shape. The tools themselves are
+declared on their operations (``operations.OPERATIONS``); ``operations.MCP_TOOLS`` lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from adapter import wire
+
+__all__ = [
+    "MCP_SAVE_DEFAULT_TYPE",
+    "MCP_TOOLS_NOT_FAKED",
+    "Exposure",
+    "McpTool",
+    "mcp_save_title",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Exposure:
+    """An operation as one MCP tool (an operation may be several: ``ctx_list`` and
+    ``ctx_stats`` both list contexts). ``destructive``: the tool deletes what it names."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    provenance: str  # "public", "seed" or "assumed": the tool's parameters, as documented
+    destructive: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class McpTool:
+    """One MCP tool of the server: its exposure and the REST route it maps onto (and so
+    the scope it needs)."""
+
+    name: str
+    route: wire.Route
+    description: str
+    input_schema: Mapping[str, Any]
+    provenance: str
+    destructive: bool = False
+
+    @classmethod
+    def of(cls, exposure: Exposure, route: wire.Route) -> McpTool:
+        return cls(
+            exposure.name,
+            route,
+            exposure.description,
+            exposure.input_schema,
+            exposure.provenance,
+            exposure.destructive,
+        )
+
+    @property
+    def scope(self) -> str:
+        return self.route.scope
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return tuple(self.input_schema.get("required", ()))
+
+
+def schema(properties: Mapping[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
+    """An input schema: an object of ``properties``, ``required`` named."""
+    out: dict[str, Any] = {"type": "object", "properties": dict(properties)}
+    if required:
+        out["required"] = list(required)
+    return out
+
+
+STR: Final = {"type": "string"}
+TAGS: Final = {"type": "array", "items": {"type": "string"}, "maxItems": wire.MAX_TAGS}
+META: Final = {"type": "object"}
+ID: Final = {"type": "integer", "minimum": 1, "maximum": wire.MAX_ID}
+WORKSPACE: Final = {"type": "string", "description": "workspace slug"}
+CONTEXT_FIELDS: Final = {
+    "type": {"type": "string", "enum": list(wire.CONTEXT_TYPES)},  # [seed] the 9 types
+    "title": STR,
+    "content": STR,
+    "tags": TAGS,
+    "metadata": META,
+    "workspace": WORKSPACE,
+    "externalId": {"type": "string", "description": "unique per tenant"},
+}
+
+# [public] tools the real server has that this project does not model: a fake advertises
+# none of them, and the docs (docs/how-to/mcp.md) list them as not faked.
+MCP_TOOLS_NOT_FAKED: Final = (
+    "ctx_import",
+    "ctx_dream",
+    "ctx_link",
+    "ctx_links",
+    "ctx_evolve",
+    "ctx_chunks",
+    "ctx_mocs",
+    "ctx_regenerate_mocs",
+    "ctx_saved_searches_*",
+    "ctx_run_saved_search",
+    "ctx_ingest",
+    "ctx_ingest_status",
+    "ctx_event*",
+)
+
+# [assumed] ctx_save needs only content (public); REST needs a type and a title, so the
+# server fills them: this type, and the content's first non-blank line cut to this length.
+MCP_SAVE_DEFAULT_TYPE: Final = "reference"
+MCP_SAVE_TITLE_CHARS: Final = 80
+MCP_UNTITLED: Final = "Untitled"
+
+
+def mcp_save_title(content: str) -> str:
+    """[assumed] The title ``ctx_save`` gives a context when the caller names none."""
+    for line in content.splitlines():
+        if line.strip():
+            return line.strip()[:MCP_SAVE_TITLE_CHARS]
+    return MCP_UNTITLED
+
+
+# ----- the tools, each attached to its operation in ``operations.OPERATIONS`` -----
+
+CTX_SAVE: Final = Exposure(
+    "ctx_save",
+    "Save a context (a note, a decision, a fact) to the shared context database.",
+    schema(CONTEXT_FIELDS, ["content"]),
+    "public",
+)
+
+CTX_LIST: Final = Exposure(
+    "ctx_list",
+    "List saved contexts, newest first, filtered by tags, type or workspace.",
+    schema(
+        {
+            "tags": TAGS,  # [public] a tags filter; [assumed] every tag must be carried
+            "type": {"type": "string", "enum": list(wire.CONTEXT_TYPES)},
+            "workspace": WORKSPACE,
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": wire.LIST_MAX_LIMIT,
+                "default": wire.LIST_DEFAULT_LIMIT,
+            },
+            "offset": {"type": "integer", "minimum": 0, "default": 0},
+        }
+    ),
+    "public",
+)
+
+CTX_STATS: Final = Exposure(
+    "ctx_stats",
+    "Count saved contexts, in all and by type.",
+    schema({"workspace": WORKSPACE}),
+    "assumed",
+)
+
+CTX_BULK_UPDATE: Final = Exposure(
+    "ctx_bulk_update",
+    "Create or update many contexts at once; an item with a known externalId updates it.",
+    schema(
+        {
+            "contexts": {
+                "type": "array",
+                "items": schema(CONTEXT_FIELDS, wire.CONTEXT_REQUIRED_ON_CREATE),
+                "minItems": 1,
+                "maxItems": wire.BULK_MAX_ITEMS,
+            }
+        },
+        ["contexts"],
+    ),
+    "assumed",
+)
+
+CTX_GET: Final = Exposure(
+    "ctx_get",
+    "Read one context by its id, or by its external id.",
+    schema({"id": ID, "externalId": STR}),
+    "assumed",
+)
+
+CTX_UPDATE: Final = Exposure(
+    "ctx_update",
+    "Change fields of a context; fields not given keep their value.",
+    schema({"id": ID, **CONTEXT_FIELDS}, ["id"]),
+    "assumed",
+)
+
+CTX_DELETE: Final = Exposure(
+    "ctx_delete",
+    "Delete a context by its id.",
+    schema({"id": ID}, ["id"]),
+    "assumed",
+    destructive=True,
+)
+
+CTX_SEARCH: Final = Exposure(
+    "ctx_search",
+    "Search saved contexts by meaning and keywords, best match first.",
+    schema(
+        {
+            "query": STR,
+            "tags": TAGS,
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": wire.SEARCH_MAX_LIMIT,
+                "default": wire.SEARCH_DEFAULT_LIMIT,  # [public] default 10
+            },
+            "type": {
+                "type": "string",
+                "enum": list(wire.SEARCH_TYPES),
+            },  # [seed] only 6
+            "workspace": WORKSPACE,
+        },
+        ["query"],
+    ),
+    "public",
+)
+
+AGENT_SESSION_START: Final = Exposure(
+    "agent_session_start",
+    "Open an agent session (one run); the workspace must exist.",
+    schema({"workspace": WORKSPACE, "parent_session_id": ID, "metadata": META}),
+    "seed",
+)
+
+AGENT_SESSION_END: Final = Exposure(
+    "agent_session_end",
+    "Close an agent session with its outcome.",
+    schema(
+        {
+            "session_id": ID,
+            "status": {"type": "string", "enum": list(wire.SESSION_END_STATUSES)},
+            "summary": STR,
+        },
+        ["session_id", "status"],
+    ),
+    "seed",
+)
+
+AGENT_CHECKPOINT: Final = Exposure(
+    "agent_checkpoint",
+    "Save a session's state; seq must be one more than the last checkpoint's.",
+    schema(
+        {
+            "session_id": ID,
+            "seq": {"type": "integer", "minimum": 1},
+            "state": META,
+            "summary": STR,
+        },
+        ["session_id", "seq", "state"],
+    ),
+    "seed",
+)
+
+AGENT_RESUME: Final = Exposure(
+    "agent_resume",
+    "The latest checkpoint of a session and its open tasks, to resume after a crash.",
+    schema({"session_id": ID}, ["session_id"]),
+    "seed",
+)
+
+AGENT_TASK_UPSERT: Final = Exposure(
+    "agent_task_upsert",
+    "Create a task of a session, or update the one with the same key.",
+    schema(
+        {
+            "session_id": ID,
+            "key": STR,
+            "title": STR,
+            "status": {"type": "string", "enum": list(wire.TASK_STATUSES)},
+            "parent_key": STR,
+            "evidence": STR,
+        },
+        ["session_id", "key", "title"],
+    ),
+    "seed",
+)
+
+AGENT_TASK_TICK: Final = Exposure(
+    "agent_task_tick",
+    "Mark a task verified; evidence is required.",
+    schema({"task_id": ID, "evidence": STR}, ["task_id", "evidence"]),
+    "seed",
+)
+
+AGENT_LESSON_ADD: Final = Exposure(
+    "agent_lesson_add",
+    "Record a lesson learnt, recalled by later runs' boot.",
+    schema(
+        {
+            "text": STR,
+            "workspace": WORKSPACE,
+            "session_id": ID,
+            "tags": TAGS,
+        },
+        ["text"],
+    ),
+    "seed",
+)
+
+AGENT_HANDOFF: Final = Exposure(
+    "agent_handoff",
+    "Write the handoff of a session for the next run (needs the server's LLM).",
+    schema({"session_id": ID, "workspace": WORKSPACE}),
+    "seed",
+)
+
+AGENT_BOOT: Final = Exposure(
+    "agent_boot",
+    "Start a run with memory: the last session to resume, its handoff, lessons and facts.",
+    schema(
+        {
+            "goal": STR,
+            "workspace": WORKSPACE,
+            "token_budget": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": wire.MAX_TOKEN_BUDGET,
+            },
+        },
+        ["goal"],
+    ),
+    "seed",
+)
