@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from adapter import wire
 from fake_contextq import _msgs
-from fake_contextq.domain import auth, parse, render
+from fake_contextq.domain import parse, render
 from fake_contextq.domain import records as r
 from fake_contextq.domain.audit import AgentAction
 from fake_contextq.domain.embeddings import cosine
@@ -61,7 +61,6 @@ class AgentLayer:
     # ----- sessions -----
 
     def start_session(self, p: r.Principal, body: Body) -> r.AgentSession:
-        auth.require_scope(p.scopes, WRITE)
         data = parse.parse_session_start(body)
         with self.store.transaction():
             parent = data["parent_session_id"]
@@ -84,13 +83,11 @@ class AgentLayer:
             return session
 
     def get_session(self, p: r.Principal, raw_id: str | int) -> r.AgentSession:
-        auth.require_scope(p.scopes, READ)
         session_id = parse.parse_id(str(raw_id))
         with self.store.transaction():
             return self._session(p.tenant_id, session_id)
 
     def end_session(self, p: r.Principal, raw_id: str | int, body: Body) -> r.AgentSession:
-        auth.require_scope(p.scopes, WRITE)
         session_id = parse.parse_id(str(raw_id))
         data = parse.parse_session_end(body)
         with self.store.transaction():
@@ -107,7 +104,6 @@ class AgentLayer:
     # ----- checkpoints -----
 
     def checkpoint(self, p: r.Principal, raw_id: str | int, body: Body) -> r.Checkpoint:
-        auth.require_scope(p.scopes, WRITE)
         session_id = parse.parse_id(str(raw_id))
         data = parse.parse_checkpoint(body)
         with self.store.transaction():
@@ -133,7 +129,6 @@ class AgentLayer:
             return cp
 
     def resume(self, p: r.Principal, raw_id: str | int) -> r.Resume:
-        auth.require_scope(p.scopes, READ)
         session_id = parse.parse_id(str(raw_id))
         with self.store.transaction():
             return self._resume(self._session(p.tenant_id, session_id))
@@ -148,7 +143,6 @@ class AgentLayer:
 
     def upsert_task(self, p: r.Principal, body: Body) -> tuple[r.AgentTask, bool]:
         """The task, and whether it was created (else updated)."""
-        auth.require_scope(p.scopes, WRITE)
         data = parse.parse_task(body)
         with self.store.transaction():
             session = self._session(p.tenant_id, data["session_id"])
@@ -203,7 +197,6 @@ class AgentLayer:
             return task, old is None
 
     def tick_task(self, p: r.Principal, raw_id: str | int, body: Body) -> r.AgentTask:
-        auth.require_scope(p.scopes, WRITE)
         task_id = parse.parse_id(str(raw_id))
         evidence = parse.parse_tick(body)
         with self.store.transaction():
@@ -221,7 +214,6 @@ class AgentLayer:
             return task
 
     def list_tasks(self, p: r.Principal, raw_id: str | int) -> list[r.AgentTask]:
-        auth.require_scope(p.scopes, READ)
         session_id = parse.parse_id(str(raw_id))
         with self.store.transaction():
             self._session(p.tenant_id, session_id)
@@ -231,7 +223,6 @@ class AgentLayer:
     # ----- lessons -----
 
     def add_lesson(self, p: r.Principal, body: Body) -> r.Lesson:
-        auth.require_scope(p.scopes, WRITE)
         data = parse.parse_lesson(body)
         with self.store.transaction():
             if data["session_id"] is not None:
@@ -292,7 +283,6 @@ class AgentLayer:
     # ----- handoff -----
 
     def handoff(self, p: r.Principal, body: Body) -> r.Handoff:
-        auth.require_scope(p.scopes, WRITE)
         data = parse.parse_handoff(body)
         with self.store.transaction():
             session = None
@@ -344,7 +334,6 @@ class AgentLayer:
 
     def boot(self, p: r.Principal, body: Body) -> r.BootPack:
         """Resume, handoff, lessons and facts for a goal, trimmed to the token budget."""
-        auth.require_scope(p.scopes, READ)
         data = parse.parse_boot(body)
         goal: str = data["goal"]
         budget: int = data["token_budget"]

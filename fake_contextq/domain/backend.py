@@ -1,7 +1,8 @@
-"""ContextQ's rules in plain Python: tenancy, scopes, quotas, uniqueness, search, audit.
+"""ContextQ's rules in plain Python: tenancy, quotas, uniqueness, search, audit.
 
 Nothing here knows about HTTP. Each API operation takes the caller's ``Principal``
-and the raw request input, checks the scope first, validates through ``contract``,
+and the raw request input (the service has checked the key's scope against the
+operation's, from the table of operations), validates it,
 applies the change in one store transaction (validate everything, then write, so a
 failed request changes nothing), and appends one audit row per successful write.
 """
@@ -182,7 +183,6 @@ class ContextQBackend:
     # ----- contexts -----
 
     def create_context(self, p: r.Principal, body: Body) -> r.Context:
-        auth.require_scope(p.scopes, WRITE)
         item = parse.parse_context_body(body, create=True)
         with self.store.transaction():
             self._ensure_room(p, 1)
@@ -193,7 +193,6 @@ class ContextQBackend:
             return context
 
     def list_contexts(self, p: r.Principal, params: Mapping[str, str]) -> r.Page:
-        auth.require_scope(p.scopes, READ)
         query = parse.parse_list_query(params)
         with self.store.transaction():
             workspace_id = None
@@ -207,13 +206,11 @@ class ContextQBackend:
             return r.Page(items, total, query.limit, query.offset)
 
     def get_context(self, p: r.Principal, raw_id: str | int) -> r.Context:
-        auth.require_scope(p.scopes, READ)
         context_id = parse.parse_id(str(raw_id))
         with self.store.read():  # one statement: no write lock needed
             return self._context(p.tenant_id, context_id)
 
     def get_context_by_external(self, p: r.Principal, external_id: str) -> r.Context:
-        auth.require_scope(p.scopes, READ)
         external_id = self._check_external_id_param(external_id)
         with self.store.read():  # one statement: no write lock needed
             context = self.store.context_by_external(p.tenant_id, external_id)
@@ -222,7 +219,6 @@ class ContextQBackend:
         return context
 
     def update_context(self, p: r.Principal, raw_id: str | int, body: Body) -> r.Context:
-        auth.require_scope(p.scopes, WRITE)
         context_id = parse.parse_id(str(raw_id))
         item = parse.parse_context_body(body, create=False)
         with self.store.transaction():
@@ -235,7 +231,6 @@ class ContextQBackend:
             return context
 
     def delete_context(self, p: r.Principal, raw_id: str | int) -> None:
-        auth.require_scope(p.scopes, WRITE)
         context_id = parse.parse_id(str(raw_id))
         with self.store.transaction():
             context = self._context(p.tenant_id, context_id)
@@ -243,7 +238,6 @@ class ContextQBackend:
             self.audit(p, audit.AuditAction.CONTEXT_DELETE, "context", str(context.id))
 
     def bulk_upsert(self, p: r.Principal, body: Body) -> r.BulkResult:
-        auth.require_scope(p.scopes, WRITE)
         items = parse.parse_bulk_body(body)
         with self.store.transaction():
             existing = [
@@ -263,7 +257,6 @@ class ContextQBackend:
             return r.BulkResult(created=adding, updated=len(items) - adding, items=out)
 
     def search(self, p: r.Principal, body: Body) -> list[r.SearchHit]:
-        auth.require_scope(p.scopes, READ)
         query = parse.parse_search_body(body)
         terms = query_terms(query.query)
         with self.store.transaction():
@@ -305,12 +298,10 @@ class ContextQBackend:
     # ----- workspaces -----
 
     def list_workspaces(self, p: r.Principal) -> list[r.Workspace]:
-        auth.require_scope(p.scopes, READ)
         with self.store.transaction():
             return self.store.workspaces(p.tenant_id)
 
     def create_workspace(self, p: r.Principal, body: Body) -> r.Workspace:
-        auth.require_scope(p.scopes, ADMIN)
         slug, name = parse.parse_workspace_body(body)
         with self.store.transaction():
             ws = self._insert_workspace(p.tenant_id, slug, name)
@@ -318,7 +309,6 @@ class ContextQBackend:
             return ws
 
     def archive_workspace(self, p: r.Principal, slug: str) -> r.Workspace:
-        auth.require_scope(p.scopes, ADMIN)
         with self.store.transaction():
             ws = replace(self._workspace(p.tenant_id, slug), archived=True)
             self.store.put_workspace(ws)
@@ -326,7 +316,6 @@ class ContextQBackend:
             return ws
 
     def delete_workspace(self, p: r.Principal, slug: str) -> None:
-        auth.require_scope(p.scopes, ADMIN)
         with self.store.transaction():
             ws = self._workspace(p.tenant_id, slug)
             held = self.store.count_contexts(p.tenant_id, ws.id)
