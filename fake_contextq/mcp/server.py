@@ -7,7 +7,7 @@ for an in-process or stdio server, read from each HTTP request for the served en
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jsonschema
@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 from adapter import wire
 from fake_contextq import __version__, _msgs
 from fake_contextq.mcp.tools import Rest, run_tool
-from fake_contextq.service.operations import MCP_TOOLS, mcp_tool
+from fake_contextq.service.operations import MCP_TOOLS
 from fake_contextq.service.tool_shapes import McpTool
 
 RestFor = Callable[[ServerRequestContext[Any, Any]], Rest]
@@ -68,7 +68,7 @@ def check_arguments(tool: McpTool, arguments: Mapping[str, Any] | None) -> dict[
     return args
 
 
-def tool_listing() -> list[types.Tool]:
+def tool_listing(tools: Sequence[McpTool] = MCP_TOOLS) -> list[types.Tool]:
     return [
         types.Tool(
             name=t.name,
@@ -79,19 +79,15 @@ def tool_listing() -> list[types.Tool]:
                 destructive_hint=t.destructive,
             ),
         )
-        for t in MCP_TOOLS
+        for t in tools
     ]
 
 
-def input_schema(name: str) -> Mapping[str, Any] | None:
-    tool = mcp_tool(name)
-    return None if tool is None else tool.input_schema
-
-
-def build_server(rest_for: RestFor) -> Server[Any]:
-    """A low-level ``mcp`` server with ContextQ's tools; ``rest_for(ctx)`` is the REST API
-    as the caller of that request sees it."""
-    listing = types.ListToolsResult(tools=tool_listing())
+def build_server(rest_for: RestFor, tools: Sequence[McpTool] = MCP_TOOLS) -> Server[Any]:
+    """A low-level ``mcp`` server with ``tools`` (ContextQ's, from the table of operations);
+    ``rest_for(ctx)`` is the REST API as the caller of that request sees it."""
+    listing = types.ListToolsResult(tools=tool_listing(tools))
+    by_name = {t.name: t for t in tools}
 
     async def list_tools(
         _ctx: ServerRequestContext[Any, Any], _params: types.PaginatedRequestParams | None
@@ -101,14 +97,18 @@ def build_server(rest_for: RestFor) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        tool = mcp_tool(params.name)
+        tool = by_name.get(params.name)
         if tool is None:
-            names = ", ".join(t.name for t in MCP_TOOLS)
+            names = ", ".join(by_name)
             raise MCPError(
                 types.INVALID_PARAMS, _msgs.MCP_UNKNOWN_TOOL.format(name=params.name, names=names)
             )
         args = check_arguments(tool, params.arguments)
         return await run_tool(rest_for(ctx), tool, args)
+
+    def input_schema(name: str) -> Mapping[str, Any] | None:
+        tool = by_name.get(name)
+        return None if tool is None else tool.input_schema
 
     server: Server[Any] = Server(
         wire.MCP_SERVER_NAME,
@@ -124,6 +124,6 @@ def build_server(rest_for: RestFor) -> Server[Any]:
     return server
 
 
-def bound_server(rest: Rest) -> Server[Any]:
+def bound_server(rest: Rest, tools: Sequence[McpTool] = MCP_TOOLS) -> Server[Any]:
     """A server whose every call is made as one caller (in-process, stdio)."""
-    return build_server(lambda _ctx: rest)
+    return build_server(lambda _ctx: rest, tools)
