@@ -105,12 +105,14 @@ class Request:
 @dataclass(slots=True)
 class Answer:
     """What the service answers: a status, headers and the whole body; ``tenant_id`` is
-    the authenticated caller's (for the journal), None when nobody was."""
+    the authenticated caller's and ``asked`` the body the operation read (both for the
+    journal: no tenant when nobody was authenticated, no body when none was read)."""
 
     status: int
     headers: tuple[tuple[str, str], ...] = ()
     body: bytes = b""
     tenant_id: int | None = None
+    asked: bytes = b""  # the request body the operation read (for the journal)
 
     def raw_headers(self) -> list[tuple[bytes, bytes]]:
         return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers]

@@ -143,8 +143,10 @@ class ContextQService:
         except ApiError as exc:
             refused = error_answer(exc)
             refused.tenant_id = tenant[0] if tenant else None
+            refused.asked = request.body.data if op.reads_body else b""
             return refused
         shown.tenant_id = tenant[0] if tenant else None
+        shown.asked = request.body.data if op.reads_body else b""
         return shown
 
     def _document(self) -> Answer:
@@ -199,7 +201,10 @@ class Exchange:
         except BaseException:
             self.record(None, None, b"")
             raise
-        self.record(answered.status, answered.tenant_id, answered.body)
+        cut = bool(answered.asked) and self.request.body.streamed_too_large is not None
+        self.record(
+            answered.status, answered.tenant_id, answered.body, asked=answered.asked, cut=cut
+        )
         return answered
 
     def record(
@@ -208,19 +213,16 @@ class Exchange:
         tenant_id: int | None,
         answered: bytes,
         *,
-        asked: bytes | None = None,
+        asked: bytes = b"",
         cut: bool = False,
     ) -> None:
-        """Journal the exchange (once): what was asked (by default, the body as far as the
-        request read it), what was answered, how long it took. ``cut``: a body was longer
-        than the journal keeps."""
+        """Journal the exchange (once): what was asked (the body as far as the request
+        read it), what was answered, how long it took. ``cut``: a body was longer than the
+        journal keeps."""
         if self._recorded:
             return
         self._recorded = True
         request = self.request
-        if asked is None:
-            asked = _read_body(self.service, request)
-            cut = cut or (bool(asked) and request.body.streamed_too_large is not None)
         self.service.journal.record(
             JournalEntry(
                 method=request.method,
@@ -238,12 +240,3 @@ class Exchange:
                 body_cut=cut or len(asked) > BODY_KEPT or len(answered) > BODY_KEPT,
             )
         )
-
-
-def _read_body(service: ContextQService, request: Request) -> bytes:
-    """The request body the fake read: an operation that takes none never reads it, and
-    one declared over the limit is refused unread."""
-    if not request.body.data:
-        return b""
-    found = service.router.match(request.method, request.path)
-    return request.body.data if found is not None and found.op.reads_body else b""
