@@ -27,8 +27,11 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    import anthropic
 
 DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com"
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -85,6 +88,36 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def _host(url: str) -> str:
     parts = urlsplit(url)
     return parts.netloc or url
+
+
+# What the API said is told in words of ours, from the error's fields: the SDK's own wording
+# of it changed in anthropic 2.17 ("Error code: 401 - {body}" before, "401 <message>
+# (request_id: ..., path: ...)" since, and "Connection error." became "Connection to <host>
+# failed: <reason>"), so printing it whole would say the status or the host twice.
+
+
+def refused(exc: anthropic.APIStatusError, host: str) -> str:
+    """The API's answer: status, error type, its sentence and the request id to quote."""
+    said = exc.api_message if isinstance(exc.api_message, str) else None
+    said = said or (exc.body.strip() if isinstance(exc.body, str) else None)
+    text = f"{exc.status_code}{f' {exc.type}' if exc.type else ''} from {host}: "
+    text += said or "an answer with no error message"
+    if exc.request_id:
+        text += f" (request {exc.request_id})"
+    if exc.status_code == 401:
+        text += (
+            "; a bare 401 through a gateway looks like a bad key: check "
+            "ANTHROPIC_BASE_URL (unset it for a direct run)"
+        )
+    return text
+
+
+def unreachable(exc: anthropic.APIConnectionError, host: str) -> str:
+    """The transport's failure under the SDK's error: the same on every SDK version."""
+    cause = exc.__cause__
+    if cause is None:
+        return f"cannot reach {host}: {exc.message}"
+    return f"cannot reach {host}: {type(cause).__name__}{f': {cause}' if str(cause) else ''}"
 
 
 def _tool_calls(messages: Sequence[Any]) -> list[dict[str, Any]]:
@@ -192,19 +225,10 @@ def run(args: argparse.Namespace) -> int:
             outcome.check(bool(stored), "GET /api/contexts holds the fact in ContextQ")
             where = f" (context {stored[0].id}, {stored[0].title})" if stored else ""
     except anthropic.APIStatusError as exc:
-        print(
-            f"live memory round trip: MODEL FAILED: {exc.status_code} from "
-            f"{_host(base_url)}: {exc.message}"
-            + (
-                "; a bare 401 through a gateway looks like a bad key: check "
-                "ANTHROPIC_BASE_URL (unset it for a direct run)"
-                if exc.status_code == 401
-                else ""
-            )
-        )
+        print(f"live memory round trip: MODEL FAILED: {refused(exc, _host(base_url))}")
         return MODEL_FAILED
     except anthropic.APIConnectionError as exc:
-        print(f"live memory round trip: MODEL FAILED: cannot reach {_host(base_url)}: {exc}")
+        print(f"live memory round trip: MODEL FAILED: {unreachable(exc, _host(base_url))}")
         return MODEL_FAILED
     except LiveSetupError as exc:
         print(f"live memory round trip: SETUP FAILED: {exc}")

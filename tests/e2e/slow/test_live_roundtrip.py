@@ -18,13 +18,13 @@ import pytest
 import sqlalchemy as sa
 
 from contextq_fixtures.live import KEY_COST_ENV
-from tests.support.processes import Served, anthropic_command, start, start_model, stop
 from fake_anthropic import load_recording
 from tests.support.live_stack import CONTAINER, TEST_KEY_COST, docker_engine_for, libpq_dsn
 from tests.support.processes import Served, anthropic_command, start, start_model, stop
 from tests.support.stores import postgres_schema
 
 ROOT = Path(__file__).resolve().parents[3]
+PROMPT: Any = [{"role": "user", "content": "hi"}]
 
 
 def _memory(n: int, **tool_input: Any) -> list[dict[str, Any]]:
@@ -194,6 +194,50 @@ def test_the_default_model_is_not_one_the_sdk_calls_deprecated() -> None:
     from e2e.live_memory_roundtrip import DEFAULT_MODEL
 
     assert DEFAULT_MODEL not in DEPRECATED_MODELS
+
+
+def test_a_refusal_is_told_in_the_scripts_words_on_any_sdk() -> None:
+    """anthropic 2.17 re-worded its errors ("Error code: 401 - {body}" became "401 <message>
+    (request_id: ...)"); the script's line is built from the error's fields on both."""
+    import anthropic
+    import httpx2
+
+    from e2e.live_memory_roundtrip import refused
+    from fake_anthropic import ScriptedModel, api_error
+
+    model = ScriptedModel()
+    model.script(api_error(401, "authentication_error", "invalid x-api-key"))
+    with pytest.raises(anthropic.AuthenticationError) as caught:
+        model.client.messages.create(model="m", max_tokens=8, messages=PROMPT)
+    said = refused(caught.value, "api.example")
+    assert said.startswith("401 authentication_error from api.example: invalid x-api-key (request ")
+    assert said.endswith("check ANTHROPIC_BASE_URL (unset it for a direct run)")
+
+    request = httpx2.Request("POST", "https://gateway.example/v1/messages")
+    bare = httpx2.Response(401, request=request)
+    plain = anthropic.AuthenticationError("x", response=bare, body="Unauthorized\n")
+    assert refused(plain, "gateway.example").startswith("401 from gateway.example: Unauthorized;")
+    gone = httpx2.Response(502, request=request)
+    empty = anthropic.InternalServerError("x", response=gone, body="")
+    assert refused(empty, "gateway.example") == (
+        "502 from gateway.example: an answer with no error message"
+    )
+
+
+def test_an_unreachable_api_is_told_by_the_transports_failure() -> None:
+    """2.17 words it "Connection to <host> failed: <reason>", 2.16 "Connection error."; the
+    script names the host once and the transport's own failure."""
+    import anthropic
+
+    from e2e.live_memory_roundtrip import unreachable
+
+    client = anthropic.Anthropic(base_url="http://127.0.0.1:9", api_key="k", max_retries=0)
+    with pytest.raises(anthropic.APIConnectionError) as caught:
+        client.messages.create(model="m", max_tokens=8, messages=PROMPT)
+    client.close()
+    said = unreachable(caught.value, "127.0.0.1:9")
+    assert said.startswith("cannot reach 127.0.0.1:9: ConnectError")
+    assert said.count("127.0.0.1:9") == 1
 
 
 def test_it_also_runs_as_a_file() -> None:
