@@ -475,8 +475,9 @@ async def journal(request: Request, bound: Viewer) -> Response:
 
 
 @router.get("/journal/events", response_class=EventSourceResponse)
-async def journal_events(request: Request) -> AsyncIterator[ServerSentEvent]:
-    bound = await _viewer(request)
+async def journal_events(request: Request, bound: Viewer) -> AsyncIterator[ServerSentEvent]:
+    # the token is checked before the stream starts: inside it, a refusal came after
+    # the 200 had gone out, and ended the stream with an error instead of a 401 page
     wanted = _wanted_of(request)
     loop = asyncio.get_running_loop()
     arrived: asyncio.Queue[JournalEntry] = asyncio.Queue()
