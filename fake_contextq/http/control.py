@@ -7,9 +7,9 @@ that token; an API key is refused here, so ordinary clients can never reach them
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
 from adapter import wire
@@ -20,8 +20,16 @@ from fake_contextq.domain.backend import ContextQBackend
 from fake_contextq.domain.errors import AuditChainError, unauthorized
 from fake_contextq.domain.keys import key_display_prefix
 from fake_contextq.domain.quota import DEFAULT_PLAN
-from fake_contextq.http._io import Binding, binding, json_response, read_body
+from fake_contextq.http._io import CONTROL_PREFIX, Binding, binding, json_response, read_body
 from fake_contextq.service.faults import Fault, Faults
+
+__all__ = ["inject", "new_control_token", "router", "token_matches"]
+
+#: The control routes, in a control app only (``own_routes``); all but ``/health`` check
+#: the bound control token.
+router = APIRouter(
+    prefix=CONTROL_PREFIX.removesuffix("/"), tags=["control"], include_in_schema=False
+)
 
 
 def new_control_token() -> str:
@@ -83,152 +91,155 @@ def inject(faults: Faults, body: Reader) -> Fault:
         raise
 
 
-def mount_control(api: FastAPI) -> None:
-    """Add the control routes to ``api``; each checks the bound control token first."""
+async def _guard(request: Request) -> Binding:
+    """The bound fake, if the request holds the control token (``Authorization: Bearer``);
+    else a 401. Async so FastAPI runs it on the loop, not in a worker thread."""
+    bound = binding(request)
+    token = bound.control_token
+    header = request.headers.get("authorization", "")
+    scheme, _, given = header.partition(" ")
+    if token is None or scheme.lower() != wire.AUTH_SCHEME.lower():
+        raise unauthorized(_msgs.CONTROL_TOKEN_REQUIRED)
+    if not token_matches(given, token):
+        raise unauthorized(_msgs.CONTROL_TOKEN_REQUIRED)
+    return bound
 
-    def guard(request: Request) -> Binding:
-        bound = binding(request)
-        token = bound.control_token
-        header = request.headers.get("authorization", "")
-        scheme, _, given = header.partition(" ")
-        if token is None or scheme.lower() != wire.AUTH_SCHEME.lower():
-            raise unauthorized(_msgs.CONTROL_TOKEN_REQUIRED)
-        if not token_matches(given, token):
-            raise unauthorized(_msgs.CONTROL_TOKEN_REQUIRED)
-        return bound
 
-    def tenant_id(raw: str) -> int:
-        return parse.parse_id(raw, "tenant_id")
+#: A handler's fake, once the control token let the request in.
+Controlled = Annotated[Binding, Depends(_guard)]
 
-    opts: dict[str, Any] = {"tags": ["control"], "include_in_schema": False}
 
-    @api.get("/_fake/health", **opts)
-    async def health() -> Response:
-        return json_response(200, {"ok": True})
+def _tenant_id(raw: str) -> int:
+    return parse.parse_id(raw, "tenant_id")
 
-    @api.get("/_fake/tenants", **opts)
-    async def list_tenants(request: Request) -> Response:
-        bound = guard(request)
+
+@router.get("/health")
+async def health() -> Response:
+    return json_response(200, {"ok": True})
+
+
+@router.get("/tenants")
+async def list_tenants(bound: Controlled) -> Response:
+    return json_response(
+        200, {"items": [_tenant_json(bound.backend, t.id) for t in bound.backend.tenants()]}
+    )
+
+
+@router.post("/tenants")
+async def create_tenant(request: Request, bound: Controlled) -> Response:
+    body = await _object(request)
+    name = body.string("name", nullable=True, min_len=1, max_len=200)
+    plan = body.string("plan", nullable=True) or DEFAULT_PLAN
+    body.issues.check()
+    tenant = bound.backend.create_tenant(name, plan)
+    return json_response(201, _tenant_json(bound.backend, tenant.id))
+
+
+@router.put("/tenants/{tid}/plan")
+async def set_plan(request: Request, tid: str, bound: Controlled) -> Response:
+    body = await _object(request)
+    plan = body.string("plan", required=True)
+    body.issues.check()
+    assert plan is not None
+    bound.backend.set_plan(_tenant_id(tid), plan)
+    return json_response(200, _tenant_json(bound.backend, _tenant_id(tid)))
+
+
+@router.post("/tenants/{tid}/keys")
+async def mint_key(request: Request, tid: str, bound: Controlled) -> Response:
+    body = await _object(request)
+    scopes = body.string_list("scopes", max_items=3, max_item_len=10)
+    body.issues.check()
+    held = wire.DEFAULT_KEY_SCOPES if scopes is None else scopes
+    key = bound.backend.mint_key(_tenant_id(tid), held)
+    return json_response(
+        201,
+        {
+            "key": key,
+            "prefix": key_display_prefix(key),
+            "scopes": list(held),
+        },
+    )
+
+
+@router.post("/tenants/{tid}/workspaces")
+async def create_workspace(request: Request, tid: str, bound: Controlled) -> Response:
+    body = await _object(request)
+    slug = body.string("slug", required=True)
+    name = body.string("name", nullable=True)
+    body.issues.check()
+    assert slug is not None
+    ws = bound.backend.add_workspace(_tenant_id(tid), slug, name)
+    return json_response(201, render.workspace_json(ws))
+
+
+@router.get("/tenants/{tid}/contexts")
+async def tenant_contexts(tid: str, bound: Controlled) -> Response:
+    rows = bound.backend.contexts(_tenant_id(tid))
+    return json_response(200, {"items": [render.context_json(c) for c in rows]})
+
+
+@router.get("/tenants/{tid}/workspaces")
+async def tenant_workspaces(tid: str, bound: Controlled) -> Response:
+    return json_response(200, render.workspaces_json(bound.backend.workspaces(_tenant_id(tid))))
+
+
+@router.post("/reset")
+async def reset(bound: Controlled) -> Response:
+    bound.reset()
+    return Response(status_code=204)
+
+
+@router.get("/journal")
+async def journal(bound: Controlled) -> Response:
+    return json_response(200, {"entries": [e.as_dict() for e in bound.journal]})
+
+
+@router.delete("/journal")
+async def clear_journal(bound: Controlled) -> Response:
+    bound.journal.clear()
+    return Response(status_code=204)
+
+
+@router.get("/faults")
+async def list_faults(bound: Controlled) -> Response:
+    return json_response(200, {"items": [f.as_dict() for f in bound.faults.active()]})
+
+
+@router.post("/faults")
+async def inject_fault(request: Request, bound: Controlled) -> Response:
+    body = await _object(request)
+    fault = inject(bound.faults, body)
+    return json_response(201, fault.as_dict())
+
+
+@router.delete("/faults")
+async def clear_faults(bound: Controlled) -> Response:
+    bound.faults.clear()
+    return Response(status_code=204)
+
+
+@router.get("/audit")
+async def audit_log(bound: Controlled) -> Response:
+    rows = [
+        {**row.hashed_fields(), "prev_hash": row.prev_hash, "hash": row.hash}
+        for row in bound.backend.audit_rows()
+    ]
+    return json_response(200, {"items": rows})
+
+
+@router.post("/audit/verify")
+async def verify(bound: Controlled) -> Response:
+    try:
+        rows = bound.backend.verify_audit_chain()
+    except AuditChainError as exc:
         return json_response(
-            200, {"items": [_tenant_json(bound.backend, t.id) for t in bound.backend.tenants()]}
-        )
-
-    @api.post("/_fake/tenants", **opts)
-    async def create_tenant(request: Request) -> Response:
-        bound = guard(request)
-        body = await _object(request)
-        name = body.string("name", nullable=True, min_len=1, max_len=200)
-        plan = body.string("plan", nullable=True) or DEFAULT_PLAN
-        body.issues.check()
-        tenant = bound.backend.create_tenant(name, plan)
-        return json_response(201, _tenant_json(bound.backend, tenant.id))
-
-    @api.put("/_fake/tenants/{tid}/plan", **opts)
-    async def set_plan(request: Request, tid: str) -> Response:
-        bound = guard(request)
-        body = await _object(request)
-        plan = body.string("plan", required=True)
-        body.issues.check()
-        assert plan is not None
-        bound.backend.set_plan(tenant_id(tid), plan)
-        return json_response(200, _tenant_json(bound.backend, tenant_id(tid)))
-
-    @api.post("/_fake/tenants/{tid}/keys", **opts)
-    async def mint_key(request: Request, tid: str) -> Response:
-        bound = guard(request)
-        body = await _object(request)
-        scopes = body.string_list("scopes", max_items=3, max_item_len=10)
-        body.issues.check()
-        held = wire.DEFAULT_KEY_SCOPES if scopes is None else scopes
-        key = bound.backend.mint_key(tenant_id(tid), held)
-        return json_response(
-            201,
+            409,
             {
-                "key": key,
-                "prefix": key_display_prefix(key),
-                "scopes": list(held),
+                "ok": False,
+                "error": "audit_chain_broken",
+                "rowId": exc.row_id,
+                "message": exc.reason,
             },
         )
-
-    @api.post("/_fake/tenants/{tid}/workspaces", **opts)
-    async def create_workspace(request: Request, tid: str) -> Response:
-        bound = guard(request)
-        body = await _object(request)
-        slug = body.string("slug", required=True)
-        name = body.string("name", nullable=True)
-        body.issues.check()
-        assert slug is not None
-        ws = bound.backend.add_workspace(tenant_id(tid), slug, name)
-        return json_response(201, render.workspace_json(ws))
-
-    @api.get("/_fake/tenants/{tid}/contexts", **opts)
-    async def tenant_contexts(request: Request, tid: str) -> Response:
-        bound = guard(request)
-        rows = bound.backend.contexts(tenant_id(tid))
-        return json_response(200, {"items": [render.context_json(c) for c in rows]})
-
-    @api.get("/_fake/tenants/{tid}/workspaces", **opts)
-    async def tenant_workspaces(request: Request, tid: str) -> Response:
-        bound = guard(request)
-        return json_response(200, render.workspaces_json(bound.backend.workspaces(tenant_id(tid))))
-
-    @api.post("/_fake/reset", **opts)
-    async def reset(request: Request) -> Response:
-        bound = guard(request)
-        bound.reset()
-        return Response(status_code=204)
-
-    @api.get("/_fake/journal", **opts)
-    async def journal(request: Request) -> Response:
-        bound = guard(request)
-        return json_response(200, {"entries": [e.as_dict() for e in bound.journal]})
-
-    @api.delete("/_fake/journal", **opts)
-    async def clear_journal(request: Request) -> Response:
-        bound = guard(request)
-        bound.journal.clear()
-        return Response(status_code=204)
-
-    @api.get("/_fake/faults", **opts)
-    async def list_faults(request: Request) -> Response:
-        bound = guard(request)
-        return json_response(200, {"items": [f.as_dict() for f in bound.faults.active()]})
-
-    @api.post("/_fake/faults", **opts)
-    async def inject_fault(request: Request) -> Response:
-        bound = guard(request)
-        body = await _object(request)
-        fault = inject(bound.faults, body)
-        return json_response(201, fault.as_dict())
-
-    @api.delete("/_fake/faults", **opts)
-    async def clear_faults(request: Request) -> Response:
-        bound = guard(request)
-        bound.faults.clear()
-        return Response(status_code=204)
-
-    @api.get("/_fake/audit", **opts)
-    async def audit_log(request: Request) -> Response:
-        bound = guard(request)
-        rows = [
-            {**row.hashed_fields(), "prev_hash": row.prev_hash, "hash": row.hash}
-            for row in bound.backend.audit_rows()
-        ]
-        return json_response(200, {"items": rows})
-
-    @api.post("/_fake/audit/verify", **opts)
-    async def verify(request: Request) -> Response:
-        bound = guard(request)
-        try:
-            rows = bound.backend.verify_audit_chain()
-        except AuditChainError as exc:
-            return json_response(
-                409,
-                {
-                    "ok": False,
-                    "error": "audit_chain_broken",
-                    "rowId": exc.row_id,
-                    "message": exc.reason,
-                },
-            )
-        return json_response(200, {"ok": True, "rows": rows})
+    return json_response(200, {"ok": True, "rows": rows})

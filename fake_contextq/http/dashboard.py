@@ -28,10 +28,10 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import AsyncIterator, Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, NamedTuple, TypeVar
 from urllib.parse import urlencode, urlsplit
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
@@ -43,6 +43,21 @@ from fake_contextq.domain.errors import ApiError, ValidationFailed
 from fake_contextq.http._io import DASHBOARD_PREFIX, Binding, binding
 from fake_contextq.http.control import inject, token_matches
 from fake_contextq.service.journal import JournalEntry
+
+__all__ = [
+    "COOKIE",
+    "FORM_TOKEN_FIELD",
+    "LIVE_TICK",
+    "PREFIX",
+    "SHOWN",
+    "Denied",
+    "cookie_value",
+    "dashboard_url",
+    "denied_page",
+    "error_page",
+    "form_token",
+    "router",
+]
 
 PREFIX = DASHBOARD_PREFIX
 COOKIE = "fake_contextq_ui"
@@ -76,14 +91,20 @@ _COLUMNS = (
 )
 T = TypeVar("T")
 
+#: The dashboard's pages and forms, in a control app only (``own_routes``, which installs
+#: ``denied_page`` for the ``Denied`` they raise: a router holds no exception handlers).
+router = APIRouter(prefix=PREFIX, include_in_schema=False)
 
-class _Denied(Exception):
+
+class Denied(Exception):
+    """A request the dashboard does not answer (401): ``denied_page`` says why."""
+
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
 
 
-class _Refused(_Denied):
+class _Refused(Denied):
     """A change refused (403): it did not come from the dashboard's own pages."""
 
 
@@ -112,7 +133,7 @@ def _authenticated(request: Request) -> tuple[Binding, bool]:
     bound = binding(request)
     token = bound.control_token
     if token is None:  # not mounted without a token; kept for safety
-        raise _Denied(_msgs.DASHBOARD_TOKEN_REQUIRED)
+        raise Denied(_msgs.DASHBOARD_TOKEN_REQUIRED)
     header = request.headers.get("authorization", "")
     scheme, _, given = header.partition(" ")
     if scheme.lower() == wire.AUTH_SCHEME.lower() and token_matches(given, token):
@@ -122,11 +143,17 @@ def _authenticated(request: Request) -> tuple[Binding, bool]:
         cookie.encode("latin-1", "replace"), cookie_value(token).encode()
     ):
         return bound, True
-    raise _Denied(_msgs.DASHBOARD_TOKEN_REQUIRED)
+    raise Denied(_msgs.DASHBOARD_TOKEN_REQUIRED)
 
 
-def _guard(request: Request) -> Binding:
+async def _viewer(request: Request) -> Binding:
+    """The bound fake, if the token (header or cookie) let the request in. Async so
+    FastAPI runs it on the loop, not in a worker thread."""
     return _authenticated(request)[0]
+
+
+#: A page's fake, once the token let the request in.
+Viewer = Annotated[Binding, Depends(_viewer)]
 
 
 def _origin(url: str) -> tuple[str, str, int | None] | None:
@@ -160,7 +187,12 @@ def _from_own_page(request: Request) -> None:
         raise _Refused(_msgs.DASHBOARD_CROSS_ORIGIN.format(origin=origin, expected=own))
 
 
-async def _guard_change(request: Request) -> tuple[Binding, dict[str, str]]:
+class _Change(NamedTuple):
+    bound: Binding
+    form: dict[str, str]
+
+
+async def _guard_change(request: Request) -> _Change:
     """Let a change (a form's POST) through only from the dashboard's own pages, or from a
     script holding the token in its header; the binding and the form's text fields."""
     _from_own_page(request)
@@ -174,7 +206,11 @@ async def _guard_change(request: Request) -> tuple[Binding, dict[str, str]]:
         expected = form_token(bound.control_token, request.cookies[COOKIE])
         if not secrets.compare_digest(given.encode("utf-8", "replace"), expected.encode()):
             raise _Refused(_msgs.DASHBOARD_WRONG_FORM_TOKEN.format(field=FORM_TOKEN_FIELD))
-    return bound, form
+    return _Change(bound, form)
+
+
+#: A form's change, once ``_guard_change`` let it through.
+Change = Annotated[_Change, Depends(_guard_change)]
 
 
 def _html(text: str, status: int = 200) -> HTMLResponse:
@@ -245,287 +281,288 @@ def error_page(request: Request, exc: ApiError) -> HTMLResponse:
     return page
 
 
-def mount_dashboard(api: FastAPI) -> None:
-    """Add the dashboard's routes to ``api`` (the control routes' app)."""
-    opts: dict[str, Any] = {"include_in_schema": False}
+async def denied_page(_: Request, exc: Exception) -> Response:
+    """A request refused before any page: a 401 (no token) or a 403 (a change from
+    elsewhere) page saying why."""
+    assert isinstance(exc, Denied)
+    if isinstance(exc, _Refused):
+        return _html(dashboard.page("refused.html", reason=exc.reason), 403)
+    return _html(dashboard.page("denied.html", reason=exc.reason), 401)
 
-    @api.exception_handler(_Denied)
-    async def _denied(_: Request, exc: _Denied) -> Response:
-        if isinstance(exc, _Refused):
-            return _html(dashboard.page("refused.html", reason=exc.reason), 403)
-        return _html(dashboard.page("denied.html", reason=exc.reason), 401)
 
-    @api.get(PREFIX, **opts)
-    async def home(request: Request) -> Response:
-        given = request.query_params.get("token")
-        if given is not None:
-            token = binding(request).control_token
-            if token is None or not token_matches(given, token):
-                raise _Denied(_msgs.DASHBOARD_TOKEN_WRONG)
-            # the token leaves the URL (history, a screenshot, a Referer) for the cookie
-            moved = RedirectResponse(PREFIX, status_code=303, headers=_HEADERS)
-            moved.set_cookie(
-                COOKIE,
-                cookie_value(token),
-                path=PREFIX,
-                httponly=True,
-                samesite="strict",
-            )
-            return moved
-        bound = _guard(request)
-
-        def read() -> tuple[list[dashboard.TenantRow], dashboard.AuditStatus]:
-            return dashboard.tenant_rows(bound.backend), dashboard.audit_status(bound.backend)
-
-        rows, audit = await _read(bound, read)
-        return _page(
-            request, "tenants.html", "tenants", rows=rows, audit=audit, requests=len(bound.journal)
+@router.get("")
+async def home(request: Request) -> Response:
+    given = request.query_params.get("token")
+    if given is not None:
+        token = binding(request).control_token
+        if token is None or not token_matches(given, token):
+            raise Denied(_msgs.DASHBOARD_TOKEN_WRONG)
+        # the token leaves the URL (history, a screenshot, a Referer) for the cookie
+        moved = RedirectResponse(PREFIX, status_code=303, headers=_HEADERS)
+        moved.set_cookie(
+            COOKIE,
+            cookie_value(token),
+            path=PREFIX,
+            httponly=True,
+            samesite="strict",
         )
+        return moved
+    bound = await _viewer(request)
 
-    @api.get(PREFIX + "/static/{name}", **opts)
-    async def static(request: Request, name: str) -> Response:
-        _guard(request)
-        media = dashboard.STATIC.get(name)
-        if media is None:
-            raise ApiError(_msgs.NOT_FOUND, _msgs.DASHBOARD_NO_FILE.format(name=name))
-        return Response(dashboard.static(name), media_type=media, headers=_HEADERS)
+    def read() -> tuple[list[dashboard.TenantRow], dashboard.AuditStatus]:
+        return dashboard.tenant_rows(bound.backend), dashboard.audit_status(bound.backend)
 
-    @api.get(PREFIX + "/tenants/{tid}", **opts)
-    async def tenant(request: Request, tid: str) -> Response:
-        bound = _guard(request)
-        tenant_id = _tenant_id(tid)
-        query = request.query_params.get("q", "")
-        sort = request.query_params.get("sort", "id")
-        order: dashboard.Order = "desc" if request.query_params.get("order") == "desc" else "asc"
-        workspace = request.query_params.get("workspace") or None
+    rows, audit = await _read(bound, read)
+    return _page(
+        request, "tenants.html", "tenants", rows=rows, audit=audit, requests=len(bound.journal)
+    )
 
-        def read() -> dict[str, Any]:
-            row = dashboard.tenant_row(bound.backend, tenant_id)
-            every = bound.backend.contexts(tenant_id)
-            per_workspace: dict[str, int] = {}
-            for c in every:
-                if c.workspace is not None:
-                    per_workspace[c.workspace] = per_workspace.get(c.workspace, 0) + 1
-            return {
-                "row": row,
-                "contexts": dashboard.find_contexts(every, query, sort, order, workspace)[:SHOWN],
-                "workspaces": bound.backend.workspaces(tenant_id),
-                "per_workspace": per_workspace,
-                "keys": bound.backend.keys(tenant_id),
-            }
 
-        values = await _read(bound, read)
-        links = {}
-        for field, _ in _COLUMNS:
-            flip = "desc" if field == sort and order == "asc" else "asc"
-            params = {"q": query, "sort": field, "order": flip}
-            if workspace:
-                params["workspace"] = workspace
-            links[field] = urlencode({k: v for k, v in params.items() if v})
-        return _page(
-            request,
-            "tenant.html",
-            "tenants",
-            tab="contexts",
-            query=query,
-            sort=sort,
-            order=order,
-            workspace=workspace,
-            columns=_COLUMNS,
-            sort_links=links,
-            **values,
-        )
+@router.get("/static/{name}", dependencies=[Depends(_viewer)])
+async def static(name: str) -> Response:
+    media = dashboard.STATIC.get(name)
+    if media is None:
+        raise ApiError(_msgs.NOT_FOUND, _msgs.DASHBOARD_NO_FILE.format(name=name))
+    return Response(dashboard.static(name), media_type=media, headers=_HEADERS)
 
-    @api.get(PREFIX + "/tenants/{tid}/contexts/{cid}", **opts)
-    async def context(request: Request, tid: str, cid: str) -> Response:
-        bound = _guard(request)
-        tenant_id, context_id = _tenant_id(tid), parse.parse_id(cid, "id")
 
-        def read() -> dict[str, Any]:
-            row = dashboard.tenant_row(bound.backend, tenant_id)
-            found = [c for c in bound.backend.contexts(tenant_id) if c.id == context_id]
-            if not found:
-                raise ApiError(_msgs.NOT_FOUND, _msgs.CONTEXT_NOT_FOUND.format(id=context_id))
-            return {"row": row, "context": found[0]}
+@router.get("/tenants/{tid}")
+async def tenant(request: Request, tid: str, bound: Viewer) -> Response:
+    tenant_id = _tenant_id(tid)
+    query = request.query_params.get("q", "")
+    sort = request.query_params.get("sort", "id")
+    order: dashboard.Order = "desc" if request.query_params.get("order") == "desc" else "asc"
+    workspace = request.query_params.get("workspace") or None
 
-        values = await _read(bound, read)
-        shown = values["context"]
-        return _page(
-            request,
-            "context.html",
-            "tenants",
-            tab="contexts",
-            size=f"{dashboard.text_bytes(shown.content)} bytes",
-            metadata=dashboard.shown_json(shown.metadata),
-            **values,
-        )
-
-    @api.get(PREFIX + "/tenants/{tid}/memory", **opts)
-    async def memory(request: Request, tid: str) -> Response:
-        bound = _guard(request)
-        tenant_id = _tenant_id(tid)
-        raw_open = request.query_params.get("open")
-        opened = None if not raw_open else parse.parse_id(raw_open, "open")
-
-        def read() -> dict[str, Any]:
-            every = bound.backend.contexts(tenant_id)
-            trees = dashboard.memory_trees(every)
-            shown = next((c for c in every if c.id == opened), None)
-            path = None
-            for t in trees:
-                for e in t.entries:
-                    if shown is not None and e.context_id == shown.id:
-                        path = f"{t.workspace}: {e.path}"
-            return {
-                "row": dashboard.tenant_row(bound.backend, tenant_id),
-                "trees": trees,
-                "open": shown if path is not None else None,
-                "open_path": path,
-            }
-
-        values = await _read(bound, read)
-        return _page(request, "memory.html", "tenants", tab="memory", **values)
-
-    @api.get(PREFIX + "/tenants/{tid}/agent", **opts)
-    async def agent(request: Request, tid: str) -> Response:
-        bound = _guard(request)
-        tenant_id = _tenant_id(tid)
-
-        def read() -> dict[str, Any]:
-            return {
-                "row": dashboard.tenant_row(bound.backend, tenant_id),
-                "state": bound.backend.agent.state(tenant_id),
-            }
-
-        values = await _read(bound, read)
-        children: dict[int, list[int]] = {}
-        task_keys: dict[int, str] = {}
-        for s in values["state"].sessions:
-            if s.session.parent_session_id is not None:
-                children.setdefault(s.session.parent_session_id, []).append(s.session.id)
-            task_keys.update({t.id: t.key for t in s.tasks})
-        return _page(
-            request,
-            "agent.html",
-            "tenants",
-            tab="agent",
-            children=children,
-            task_keys=task_keys,
-            **values,
-        )
-
-    def wanted_of(request: Request) -> dashboard.JournalFilter:
-        q = request.query_params
-        return dashboard.JournalFilter(q.get("status", ""), q.get("route", ""), q.get("tenant", ""))
-
-    @api.get(PREFIX + "/journal", **opts)
-    async def journal(request: Request) -> Response:
-        bound = _guard(request)
-        wanted = wanted_of(request)
-        entries = dashboard.recent(list(bound.journal), wanted, SHOWN)
-        params = {
-            k: v for k, v in request.query_params.items() if k in ("status", "route", "tenant")
+    def read() -> dict[str, Any]:
+        row = dashboard.tenant_row(bound.backend, tenant_id)
+        every = bound.backend.contexts(tenant_id)
+        per_workspace: dict[str, int] = {}
+        for c in every:
+            if c.workspace is not None:
+                per_workspace[c.workspace] = per_workspace.get(c.workspace, 0) + 1
+        return {
+            "row": row,
+            "contexts": dashboard.find_contexts(every, query, sort, order, workspace)[:SHOWN],
+            "workspaces": bound.backend.workspaces(tenant_id),
+            "per_workspace": per_workspace,
+            "keys": bound.backend.keys(tenant_id),
         }
-        events = f"{PREFIX}/journal/events" + (f"?{urlencode(params)}" if params else "")
-        return _page(
-            request,
-            "journal.html",
-            "journal",
-            wanted=wanted,
-            entries=entries,
-            total=len(bound.journal),
-            limit=SHOWN,
-            limit_hit=len(entries) == SHOWN,
-            events_url=events,
-        )
 
-    @api.get(PREFIX + "/journal/events", response_class=EventSourceResponse, **opts)
-    async def journal_events(request: Request) -> AsyncIterator[ServerSentEvent]:
-        bound = _guard(request)
-        wanted = wanted_of(request)
-        loop = asyncio.get_running_loop()
-        arrived: asyncio.Queue[JournalEntry] = asyncio.Queue()
+    values = await _read(bound, read)
+    links = {}
+    for field, _ in _COLUMNS:
+        flip = "desc" if field == sort and order == "asc" else "asc"
+        params = {"q": query, "sort": field, "order": flip}
+        if workspace:
+            params["workspace"] = workspace
+        links[field] = urlencode({k: v for k, v in params.items() if v})
+    return _page(
+        request,
+        "tenant.html",
+        "tenants",
+        tab="contexts",
+        query=query,
+        sort=sort,
+        order=order,
+        workspace=workspace,
+        columns=_COLUMNS,
+        sort_links=links,
+        **values,
+    )
 
-        def push(entry: JournalEntry) -> None:  # on whichever thread recorded it
-            with contextlib.suppress(RuntimeError):  # the loop has closed: the page is gone
-                loop.call_soon_threadsafe(arrived.put_nowait, entry)
 
-        stop = bound.journal.subscribe(push)
-        try:
-            yield ServerSentEvent(comment="following the journal", retry=1000)
-            while not bound.closing.is_set():
-                try:
-                    entry = await asyncio.wait_for(arrived.get(), LIVE_TICK)
-                except TimeoutError:
-                    continue
-                if wanted.matches(entry):
-                    yield ServerSentEvent(
-                        event="request", id=str(entry.number), data=dashboard.entry_json(entry)
-                    )
-        finally:
-            stop()
+@router.get("/tenants/{tid}/contexts/{cid}")
+async def context(request: Request, tid: str, cid: str, bound: Viewer) -> Response:
+    tenant_id, context_id = _tenant_id(tid), parse.parse_id(cid, "id")
 
-    @api.get(PREFIX + "/journal/{number}", **opts)
-    async def request_page(request: Request, number: str) -> Response:
-        bound = _guard(request)
-        entry = bound.journal.find(parse.parse_id(number, "number"))
-        if entry is None:
-            raise ApiError(_msgs.NOT_FOUND, _msgs.DASHBOARD_NO_REQUEST.format(number=number))
-        return _page(
-            request,
-            "request.html",
-            "journal",
-            entry=entry,
-            request_body=dashboard.shown_body(entry.request_body),
-            response_body=dashboard.shown_body(entry.response_body),
-        )
+    def read() -> dict[str, Any]:
+        row = dashboard.tenant_row(bound.backend, tenant_id)
+        found = [c for c in bound.backend.contexts(tenant_id) if c.id == context_id]
+        if not found:
+            raise ApiError(_msgs.NOT_FOUND, _msgs.CONTEXT_NOT_FOUND.format(id=context_id))
+        return {"row": row, "context": found[0]}
 
-    @api.get(PREFIX + "/audit", **opts)
-    async def audit(request: Request) -> Response:
-        bound = _guard(request)
+    values = await _read(bound, read)
+    shown = values["context"]
+    return _page(
+        request,
+        "context.html",
+        "tenants",
+        tab="contexts",
+        size=f"{dashboard.text_bytes(shown.content)} bytes",
+        metadata=dashboard.shown_json(shown.metadata),
+        **values,
+    )
 
-        def read() -> dict[str, Any]:
-            rows = bound.backend.audit_rows()
-            return {"audit": dashboard.audit_status(bound.backend), "rows": rows[::-1][:SHOWN]}
 
-        return _page(request, "audit.html", "audit", **(await _read(bound, read)))
+@router.get("/tenants/{tid}/memory")
+async def memory(request: Request, tid: str, bound: Viewer) -> Response:
+    tenant_id = _tenant_id(tid)
+    raw_open = request.query_params.get("open")
+    opened = None if not raw_open else parse.parse_id(raw_open, "open")
 
-    def faults_page(request: Request, bound: Binding, **values: Any) -> HTMLResponse:
-        values.setdefault(
-            "form",
-            {"method": "*", "path": "", "status": "503", "delay": "", "drop": False, "times": "1"},
-        )
-        return _page(request, "faults.html", "faults", faults=bound.faults.active(), **values)
+    def read() -> dict[str, Any]:
+        every = bound.backend.contexts(tenant_id)
+        trees = dashboard.memory_trees(every)
+        shown = next((c for c in every if c.id == opened), None)
+        path = None
+        for t in trees:
+            for e in t.entries:
+                if shown is not None and e.context_id == shown.id:
+                    path = f"{t.workspace}: {e.path}"
+        return {
+            "row": dashboard.tenant_row(bound.backend, tenant_id),
+            "trees": trees,
+            "open": shown if path is not None else None,
+            "open_path": path,
+        }
 
-    @api.get(PREFIX + "/faults", **opts)
-    async def faults(request: Request) -> Response:
-        return faults_page(request, _guard(request))
+    values = await _read(bound, read)
+    return _page(request, "memory.html", "tenants", tab="memory", **values)
 
-    @api.post(PREFIX + "/faults", **opts)
-    async def inject_fault(request: Request) -> Response:
-        bound, form = await _guard_change(request)
-        reader, body = _fault_form(form)
-        try:
-            fault = inject(bound.faults, reader)
-        except ValidationFailed as exc:
-            problems = [
-                f"{i['path']}: {i['message']}" if i["path"] else i["message"] for i in exc.issues
-            ]
-            blank = dict.fromkeys(("method", "path", "status", "delay", "times"), "")
-            shown = {**blank, **form, "drop": body["drop"]}
-            page = faults_page(request, bound, problems=problems, form=shown, notice=None)
-            page.status_code = 400
-            return page
-        return _to_done("/faults", f"fault injected: {fault.method} {fault.path}")
 
-    @api.post(PREFIX + "/faults/clear", **opts)
-    async def clear_faults(request: Request) -> Response:
-        bound, _ = await _guard_change(request)
-        bound.faults.clear()
-        return _to_done("/faults", "every fault cleared")
+@router.get("/tenants/{tid}/agent")
+async def agent(request: Request, tid: str, bound: Viewer) -> Response:
+    tenant_id = _tenant_id(tid)
 
-    @api.post(PREFIX + "/reset", **opts)
-    async def reset(request: Request) -> Response:
-        bound, _ = await _guard_change(request)
-        await _read(bound, bound.reset)
-        return _to_done("", "everything forgotten: no tenant, key, context, request or fault")
+    def read() -> dict[str, Any]:
+        return {
+            "row": dashboard.tenant_row(bound.backend, tenant_id),
+            "state": bound.backend.agent.state(tenant_id),
+        }
+
+    values = await _read(bound, read)
+    children: dict[int, list[int]] = {}
+    task_keys: dict[int, str] = {}
+    for s in values["state"].sessions:
+        if s.session.parent_session_id is not None:
+            children.setdefault(s.session.parent_session_id, []).append(s.session.id)
+        task_keys.update({t.id: t.key for t in s.tasks})
+    return _page(
+        request,
+        "agent.html",
+        "tenants",
+        tab="agent",
+        children=children,
+        task_keys=task_keys,
+        **values,
+    )
+
+
+def _wanted_of(request: Request) -> dashboard.JournalFilter:
+    q = request.query_params
+    return dashboard.JournalFilter(q.get("status", ""), q.get("route", ""), q.get("tenant", ""))
+
+
+@router.get("/journal")
+async def journal(request: Request, bound: Viewer) -> Response:
+    wanted = _wanted_of(request)
+    entries = dashboard.recent(list(bound.journal), wanted, SHOWN)
+    params = {k: v for k, v in request.query_params.items() if k in ("status", "route", "tenant")}
+    events = f"{PREFIX}/journal/events" + (f"?{urlencode(params)}" if params else "")
+    return _page(
+        request,
+        "journal.html",
+        "journal",
+        wanted=wanted,
+        entries=entries,
+        total=len(bound.journal),
+        limit=SHOWN,
+        limit_hit=len(entries) == SHOWN,
+        events_url=events,
+    )
+
+
+@router.get("/journal/events", response_class=EventSourceResponse)
+async def journal_events(request: Request, bound: Viewer) -> AsyncIterator[ServerSentEvent]:
+    # the token is checked before the stream starts: inside it, a refusal came after
+    # the 200 had gone out, and ended the stream with an error instead of a 401 page
+    wanted = _wanted_of(request)
+    loop = asyncio.get_running_loop()
+    arrived: asyncio.Queue[JournalEntry] = asyncio.Queue()
+
+    def push(entry: JournalEntry) -> None:  # on whichever thread recorded it
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the page is gone
+            loop.call_soon_threadsafe(arrived.put_nowait, entry)
+
+    stop = bound.journal.subscribe(push)
+    try:
+        yield ServerSentEvent(comment="following the journal", retry=1000)
+        while not bound.closing.is_set():
+            try:
+                entry = await asyncio.wait_for(arrived.get(), LIVE_TICK)
+            except TimeoutError:
+                continue
+            if wanted.matches(entry):
+                yield ServerSentEvent(
+                    event="request", id=str(entry.number), data=dashboard.entry_json(entry)
+                )
+    finally:
+        stop()
+
+
+@router.get("/journal/{number}")
+async def request_page(request: Request, number: str, bound: Viewer) -> Response:
+    entry = bound.journal.find(parse.parse_id(number, "number"))
+    if entry is None:
+        raise ApiError(_msgs.NOT_FOUND, _msgs.DASHBOARD_NO_REQUEST.format(number=number))
+    return _page(
+        request,
+        "request.html",
+        "journal",
+        entry=entry,
+        request_body=dashboard.shown_body(entry.request_body),
+        response_body=dashboard.shown_body(entry.response_body),
+    )
+
+
+@router.get("/audit")
+async def audit(request: Request, bound: Viewer) -> Response:
+    def read() -> dict[str, Any]:
+        rows = bound.backend.audit_rows()
+        return {"audit": dashboard.audit_status(bound.backend), "rows": rows[::-1][:SHOWN]}
+
+    return _page(request, "audit.html", "audit", **(await _read(bound, read)))
+
+
+def _faults_page(request: Request, bound: Binding, **values: Any) -> HTMLResponse:
+    values.setdefault(
+        "form",
+        {"method": "*", "path": "", "status": "503", "delay": "", "drop": False, "times": "1"},
+    )
+    return _page(request, "faults.html", "faults", faults=bound.faults.active(), **values)
+
+
+@router.get("/faults")
+async def faults(request: Request, bound: Viewer) -> Response:
+    return _faults_page(request, bound)
+
+
+@router.post("/faults")
+async def inject_fault(request: Request, change: Change) -> Response:
+    reader, body = _fault_form(change.form)
+    try:
+        fault = inject(change.bound.faults, reader)
+    except ValidationFailed as exc:
+        problems = [
+            f"{i['path']}: {i['message']}" if i["path"] else i["message"] for i in exc.issues
+        ]
+        blank = dict.fromkeys(("method", "path", "status", "delay", "times"), "")
+        shown = {**blank, **change.form, "drop": body["drop"]}
+        page = _faults_page(request, change.bound, problems=problems, form=shown, notice=None)
+        page.status_code = 400
+        return page
+    return _to_done("/faults", f"fault injected: {fault.method} {fault.path}")
+
+
+@router.post("/faults/clear")
+async def clear_faults(change: Change) -> Response:
+    change.bound.faults.clear()
+    return _to_done("/faults", "every fault cleared")
+
+
+@router.post("/reset")
+async def reset(change: Change) -> Response:
+    await _read(change.bound, change.bound.reset)
+    return _to_done("", "everything forgotten: no tenant, key, context, request or fault")

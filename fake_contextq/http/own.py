@@ -1,5 +1,5 @@
 """The fake's own routes, none of them ContextQ's: the served root page and, with a
-control token, the control routes and the dashboard under ``/_fake/``.
+control token, the control routes and the dashboard under ``/_fake/``, each a router.
 
 A FastAPI app, built once per process: the routes find the fake they serve in the
 request's scope (``_io.Binding``). ContextQ's own API is not here; the service answers
@@ -17,9 +17,9 @@ from starlette.exceptions import HTTPException
 from adapter import wire
 from fake_contextq import _msgs
 from fake_contextq.domain.errors import ApiError
+from fake_contextq.http import control as control_routes
+from fake_contextq.http import root
 from fake_contextq.http._io import DASHBOARD_PREFIX, error_response, json_response
-from fake_contextq.http.control import mount_control
-from fake_contextq.http.root import mount_root
 from fake_contextq.service.openapi import DESCRIPTION, TITLE, VERSION
 
 __all__ = ["own_routes"]
@@ -90,12 +90,13 @@ def own_routes(*, control: bool) -> FastAPI:
             ),
         )
 
-    mount_root(api)
+    api.include_router(root.router)
     if control:
         # imported here: the dashboard's templates and the adapter's path rules (which
         # import the Anthropic SDK) cost a second of start-up no fake without it pays
-        from fake_contextq.http.dashboard import mount_dashboard
+        from fake_contextq.http import dashboard
 
-        mount_control(api)
-        mount_dashboard(api)
+        api.include_router(control_routes.router)
+        api.include_router(dashboard.router)
+        api.add_exception_handler(dashboard.Denied, dashboard.denied_page)
     return api

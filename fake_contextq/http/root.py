@@ -14,7 +14,7 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from adapter import wire
@@ -36,6 +36,9 @@ _HTML_HEADERS = {
     "referrer-policy": "no-referrer",
 }
 _HEADERS = {"vary": "accept", "cache-control": "no-store"}
+
+#: ``GET /`` (and ``HEAD``), in every app of the fake's own routes.
+router = APIRouter(include_in_schema=False)
 
 
 def is_root_page(scope: Mapping[str, Any]) -> bool:
@@ -66,23 +69,20 @@ def served(request: Request) -> dict[str, Any]:
     return listed
 
 
-def mount_root(api: FastAPI) -> None:
-    """Add ``GET /`` (and ``HEAD``) to ``api``."""
-
-    @api.api_route(PATH, methods=list(METHODS), include_in_schema=False)
-    async def root(request: Request) -> Response:
-        if SERVED_MCP_KEY not in request.scope:  # in-process: no root page, as ContextQ has none
-            raise ApiError(
-                _msgs.NOT_FOUND, _msgs.ROUTE_NOT_FOUND.format(method=request.method, path=PATH)
-            )
-        listed = served(request)
-        if not wants_html(request.headers.get("accept", "")):
-            answer = json_response(200, listed)
-            answer.headers.update(_HEADERS)
-            return answer
-        from fake_contextq.dashboard import page  # Jinja2, only for a browser
-
-        return HTMLResponse(
-            page("root.html", base=str(request.base_url).rstrip("/"), **listed),
-            headers={**_HEADERS, **_HTML_HEADERS},
+@router.api_route(PATH, methods=list(METHODS))
+async def root(request: Request) -> Response:
+    if SERVED_MCP_KEY not in request.scope:  # in-process: no root page, as ContextQ has none
+        raise ApiError(
+            _msgs.NOT_FOUND, _msgs.ROUTE_NOT_FOUND.format(method=request.method, path=PATH)
         )
+    listed = served(request)
+    if not wants_html(request.headers.get("accept", "")):
+        answer = json_response(200, listed)
+        answer.headers.update(_HEADERS)
+        return answer
+    from fake_contextq.dashboard import page  # Jinja2, only for a browser
+
+    return HTMLResponse(
+        page("root.html", base=str(request.base_url).rstrip("/"), **listed),
+        headers={**_HEADERS, **_HTML_HEADERS},
+    )

@@ -63,7 +63,8 @@ def text_of(page: str) -> str:
 def test_without_the_token_every_page_is_a_401_naming_the_url_to_open(fake: FakeContextQ) -> None:
     app = fake.control_app(TOKEN)
     with httpx2.Client(transport=InProcessTransport(app), base_url="http://x") as anonymous:
-        for path in ("", "/journal", "/faults", "/tenants/1", "/static/dashboard.js"):
+        pages = ("", "/journal", "/journal/events", "/faults", "/tenants/1", "/static/dashboard.js")
+        for path in pages:
             page = anonymous.get(PREFIX + path)
             assert page.status_code == 401, path
             assert "open the dashboard URL the server printed" in page.text
