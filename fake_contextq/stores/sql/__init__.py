@@ -22,12 +22,12 @@ by plain SQL, as the live fixtures provision tenants, users and keys, never coll
 the fake's.
 
 ``base`` holds what both dialects do alike, ``sqlite`` and ``postgres`` what differs;
-``SqlStore(url)`` is the store of the dialect ``url`` names.
+``SqlStore(url)`` is the store of the dialect ``url`` names (importing this package
+registers both).
 """
 
 from __future__ import annotations
 
-from fake_contextq.stores.sql import postgres, sqlite
 from fake_contextq.stores.sql._urls import database_url, redacted_url, url_secrets
 from fake_contextq.stores.sql.base import (
     DEFAULT_CONNECTIONS,
@@ -47,8 +47,6 @@ __all__ = [
     "SqliteStore",
     "advisory_lock_key",
     "database_url",
-    "postgres",
     "redacted_url",
-    "sqlite",
     "url_secrets",
 ]

@@ -1,7 +1,7 @@
 """What ``SqlStore`` does alike on SQLite and Postgres: transactions joined per thread,
-connections lent from SQLAlchemy's pool, the schema check, and every store method that
-is the same statement on both; each dialect's module (``sqlite``, ``postgres``) holds what
-differs.
+connections lent from the store's pool (``_pool``, which says why not SQLAlchemy's), the
+schema check, and every store method that is the same statement on both; each dialect's
+module (``sqlite``, ``postgres``) holds what differs.
 
 ``SqlStore(url)`` makes the dialect's store the URL names: each dialect's class registers
 itself under its backend name (``__init_subclass__``), so this module imports neither.
@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.pool import QueuePool
 
 from fake_contextq import _msgs
 from fake_contextq.domain.errors import ApiError
@@ -37,6 +36,7 @@ from fake_contextq.stores import schema as s
 from fake_contextq.stores.memory import list_page
 from fake_contextq.stores.sql import _statements as q
 from fake_contextq.stores.sql._cache import TenantCache
+from fake_contextq.stores.sql._pool import Connections, Lent
 from fake_contextq.stores.sql._urls import database_url, redacted_url
 
 #: How many connections a store opens at most, by default (its request threads and a
@@ -104,8 +104,6 @@ class SqlStore:
         self.busy_timeout = busy_timeout
         self.lock_timeout = lock_timeout
         self.durable = durable
-        self._size = connections
-        self._closed = False
         self._cache: dict[int, TenantCache] = {}
         self._local = self._local_type()
         #: Postgres: the database and schema the tables live in, and their lock's key
@@ -114,19 +112,28 @@ class SqlStore:
         self.lock_key: int | None = None
         #: Whether a lone read can wait (see ``Store.reads_wait``); set by the dialect
         self.reads_wait = True
-        self.engine: Engine = self._create_engine(echo=echo, connections=connections)
+        self.engine: Engine = self._create_engine(echo=echo)
+        wait = self._lock_wait()
+        busy = _msgs.POOL_LOCK.format(size=connections)
+        self._connections = Connections(
+            self._open, connections, wait, lambda: self._busy(busy, wait)
+        )
         try:
             self._set_up()
             self._create_schema()
             self._schema_made()
         except BaseException:
-            self.engine.dispose()  # a store refused here keeps no connection open
+            self.close()  # a store refused here keeps no connection open
             raise
 
     # ----- what each dialect defines -----
 
-    def _create_engine(self, *, echo: bool, connections: int) -> Engine:
-        """The engine, its pool sized to ``connections``."""
+    def _create_engine(self, *, echo: bool) -> Engine:
+        """The engine: it opens connections for the store's pool (``_open``)."""
+        raise NotImplementedError
+
+    def _lock_wait(self) -> float:
+        """How long a transaction waits for a lock, and for a connection when all are lent."""
         raise NotImplementedError
 
     def _set_up(self) -> None:
@@ -204,25 +211,17 @@ class SqlStore:
         finally:
             local.depth -= 1
 
-    def _take(self, engine: Engine) -> Connection:
-        """A connection from the store's pool (``engine``: the store's, or its view for
-        lone reads), lent for one transaction or one lone read until ``_give``. A thread
-        keeps none between requests, so threads that come and go leave nothing behind.
-        When every one is lent, the wait for one is bounded: then a 503 naming the pool."""
-        try:
-            return engine.connect()
-        except sa.exc.TimeoutError:
-            lock_name = _msgs.POOL_LOCK.format(size=self._size)
-            raise self._busy(lock_name, self._pool_timeout()) from None
+    def _open(self) -> Connection:
+        """A new connection for the store's pool."""
+        return self.engine.connect()
 
-    def _give(self, conn: Connection) -> None:
-        if self._closed:  # the store is closed: so is each connection given back
-            conn.invalidate()
-        conn.close()
+    def _take(self, *, read_only: bool) -> Lent:  # noqa: ARG002 (SQLite marks lone reads)
+        """A connection for one transaction (or, ``read_only``, one lone read), lent until
+        ``_give``; a 503 naming the pool when every one stays lent too long."""
+        return self._connections.take()
 
-    def _pool_timeout(self) -> float:
-        pool = self.engine.pool
-        return float(pool.timeout()) if isinstance(pool, QueuePool) else 0.0
+    def _give(self, lent: Lent) -> None:
+        self._connections.give(lent)
 
     def _busy(self, lock_name: str, seconds: float) -> ApiError:
         return ApiError(
@@ -242,22 +241,20 @@ class SqlStore:
     @property
     def max_connections(self) -> int:
         """How many connections the store opens at most."""
-        return self._size
+        return self._connections.size
 
     def connections_open(self) -> int:
         """How many connections the store holds open now (lent out or idle)."""
-        pool = self.engine.pool
-        return pool.checkedin() + pool.checkedout() if isinstance(pool, QueuePool) else 0
+        return self._connections.lent + self._connections.idle()
 
     def connections_lent(self) -> int:
         """How many connections serve a transaction or a read right now."""
-        pool = self.engine.pool
-        return pool.checkedout() if isinstance(pool, QueuePool) else 0
+        return self._connections.lent
 
     def close(self) -> None:
         """Close every connection this store opened (the database stays); one lent out
         now is closed when given back."""
-        self._closed = True
+        self._connections.close()
         self.engine.dispose()
 
     # ----- schema -----

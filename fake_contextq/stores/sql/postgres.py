@@ -16,9 +16,8 @@ writes (whole transactions, never part of one), as SQLite's ``synchronous=NORMAL
 power loss. An id drawn by a request that then failed is consumed, as in any service on
 Postgres; everything else such a request wrote is rolled back.
 
-Connections come from SQLAlchemy's ``QueuePool``, in autocommit mode (``PgBatch`` sends
-``BEGIN`` and ``COMMIT`` itself); each keeps its ``PgBatch`` (and so its prepared
-statements) in the pool's ``info`` for that connection, which goes with it.
+The store's connections (``_pool``) are in autocommit mode (``PgBatch`` sends ``BEGIN`` and
+``COMMIT`` itself); each keeps its ``PgBatch``, and so its prepared statements.
 """
 
 from __future__ import annotations
@@ -33,20 +32,18 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.pool import QueuePool
+from sqlalchemy.pool import NullPool
 
 from fake_contextq import _msgs
 from fake_contextq.domain.errors import ApiError
 from fake_contextq.domain.records import ApiKey, AuditRow, Context, Tenant
 from fake_contextq.stores import schema as s
 from fake_contextq.stores.sql import _statements as q
+from fake_contextq.stores.sql._pool import Lent
 from fake_contextq.stores.sql.base import Local, NoTransaction, SqlStore
 
 if TYPE_CHECKING:  # psycopg is imported only when a Postgres store is made
     from fake_contextq.stores.sql._pg import PgBatch, PgStatement
-
-#: The key of a connection's ``PgBatch`` in its pool ``info`` (cleared when it reconnects)
-_BATCH = "contextq_pg_batch"
 
 
 def advisory_lock_key(database: str, schema: str) -> int:
@@ -77,7 +74,7 @@ class PostgresStore(SqlStore, backend="postgresql"):
     _local_type = PgLocal
     _local: PgLocal
 
-    def _create_engine(self, *, echo: bool, connections: int) -> Engine:
+    def _create_engine(self, *, echo: bool) -> Engine:
         self._prologue = ""
         self._statements: dict[tuple[int, tuple[str, ...] | None], tuple[Any, PgStatement]] = {}
         self._names = itertools.count()
@@ -86,16 +83,7 @@ class PostgresStore(SqlStore, backend="postgresql"):
         self._reset_sql = ""
         self.reads_wait = True  # a round trip to a server that may stall
         try:
-            engine = sa.create_engine(
-                self.url,
-                echo=echo,
-                poolclass=QueuePool,
-                pool_size=connections,
-                max_overflow=0,
-                pool_timeout=self.lock_timeout,
-                pool_use_lifo=True,  # the warmest connection first
-                isolation_level="AUTOCOMMIT",  # PgBatch sends BEGIN and COMMIT itself
-            )
+            engine = sa.create_engine(self.url, echo=echo, poolclass=NullPool)  # see _pool
         except ModuleNotFoundError as exc:
             if (exc.name or "").partition(".")[0] != "psycopg":
                 raise
@@ -111,6 +99,14 @@ class PostgresStore(SqlStore, backend="postgresql"):
             )
         return engine
 
+    def _lock_wait(self) -> float:
+        return self.lock_timeout
+
+    def _open(self) -> Connection:
+        conn = self.engine.connect()
+        conn.execution_options(isolation_level="AUTOCOMMIT")  # PgBatch sends BEGIN, COMMIT
+        return conn
+
     def _set_up(self) -> None:
         _postgres_session(self.engine, lock_timeout=self.lock_timeout, durable=self.durable)
         self._locate()
@@ -125,9 +121,10 @@ class PostgresStore(SqlStore, backend="postgresql"):
         """``BEGIN`` and the schema's advisory lock, sent with the first statement; the
         writes, sent with the next read or with ``COMMIT``."""
         local = self._local
-        conn = self._take(self.engine)
+        lent = self._take(read_only=False)
+        conn = lent.conn
         try:
-            batch = self._batch(conn)
+            batch = self._batch(lent)
             batch.begin(self._prologue)
             local.conn, local.batch, local.depth, local.writing = conn, batch, 1, True
             local.ahead, local.head, local.plans = {}, None, {}
@@ -146,15 +143,16 @@ class PostgresStore(SqlStore, backend="postgresql"):
                 local.ahead, local.head, local.plans = {}, None, {}
                 _end_sqlalchemy_transaction(conn)
         finally:
-            self._give(conn)
+            self._give(lent)
 
     @contextmanager
     def _lone_read(self) -> Iterator[object]:
         """Autocommit: each statement one round trip."""
         local = self._local
-        conn = self._take(self.engine)
+        lent = self._take(read_only=True)
+        conn = lent.conn
         try:
-            batch = self._batch(conn)
+            batch = self._batch(lent)
             local.conn, local.batch, local.depth = conn, batch, 1
             try:
                 yield conn
@@ -167,18 +165,16 @@ class PostgresStore(SqlStore, backend="postgresql"):
                 local.conn, local.batch, local.depth = None, None, 0
                 _end_sqlalchemy_transaction(conn)
         finally:
-            self._give(conn)
+            self._give(lent)
 
-    def _batch(self, conn: Connection) -> PgBatch:
-        """The batch of a lent connection, made the first time it is lent and kept with
-        the driver's connection (a new one after it reconnects)."""
-        info = conn.info
-        batch: PgBatch | None = info.get(_BATCH)
+    def _batch(self, lent: Lent) -> PgBatch:
+        """The batch of a lent connection, made the first time it is lent."""
+        batch: PgBatch | None = lent.batch
         if batch is None:
             from fake_contextq.stores.sql._pg import PgBatch
 
-            dbapi: Any = conn.connection.driver_connection
-            batch = info[_BATCH] = PgBatch(dbapi, self._lock_timed_out)
+            dbapi: Any = lent.conn.connection.driver_connection
+            batch = lent.batch = PgBatch(dbapi, self._lock_timed_out)
         return batch
 
     def _lock_timed_out(self, first: bool) -> ApiError:

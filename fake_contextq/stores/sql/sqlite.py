@@ -7,9 +7,9 @@ runs without ``BEGIN``: in WAL mode it never waits for a writer. Statements run 
 ``_lite`` (compiled once, handed to pysqlite), the hottest as plain SQL. Ids come from
 ``AUTOINCREMENT``'s ``sqlite_sequence``.
 
-Connections come from SQLAlchemy's ``QueuePool`` (a file) or, for an in-memory database,
-which lives in one connection, ``StaticPool``: that one connection is shared by every
-thread, its transactions serialised by a lock of the store's.
+An in-memory database lives in one connection (SQLAlchemy's ``StaticPool``): every thread
+shares it, its transactions serialised by a lock of the store's, instead of the store's
+pool.
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.pool import QueuePool, StaticPool
+from sqlalchemy.pool import NullPool, StaticPool
 
 from fake_contextq import _msgs
 from fake_contextq.domain.records import Context
 from fake_contextq.stores import schema as s
 from fake_contextq.stores.sql import _statements as q
 from fake_contextq.stores.sql._lite import LiteStatement, Uncompilable
+from fake_contextq.stores.sql._pool import Lent
 from fake_contextq.stores.sql.base import SqlStore
 
 #: An execution option marking a connection of ``read()``: no ``BEGIN IMMEDIATE``.
@@ -40,7 +41,7 @@ _LAST_HASH = "SELECT hash FROM activity_logs ORDER BY id DESC LIMIT 1"
 class SqliteStore(SqlStore, backend="sqlite"):
     """``SqlStore`` on a SQLite file, or on an in-memory SQLite database."""
 
-    def _create_engine(self, *, echo: bool, connections: int) -> Engine:
+    def _create_engine(self, *, echo: bool) -> Engine:
         # An in-memory database lives in one connection: share it between threads and
         # serialise transactions on it with a lock (a file database serialises itself).
         in_memory = self.url.database in (None, "", ":memory:")
@@ -51,27 +52,19 @@ class SqliteStore(SqlStore, backend="sqlite"):
         # On a file in WAL mode readers never wait for writers, so a served fake runs
         # lone reads on its event loop; in memory they wait for the lock.
         self.reads_wait = in_memory
-        connect_args = {"timeout": self.busy_timeout, "check_same_thread": False}
-        if in_memory:
-            return sa.create_engine(
-                self.url, echo=echo, poolclass=StaticPool, connect_args=connect_args
-            )
         return sa.create_engine(
             self.url,
             echo=echo,
-            connect_args=connect_args,
-            poolclass=QueuePool,
-            pool_size=connections,
-            max_overflow=0,
-            pool_timeout=self.busy_timeout,
-            pool_use_lifo=True,  # the warmest connection first
+            poolclass=StaticPool if in_memory else NullPool,  # see _pool
+            connect_args={"timeout": self.busy_timeout, "check_same_thread": False},
         )
+
+    def _lock_wait(self) -> float:
+        return self.busy_timeout
 
     def _set_up(self) -> None:
         in_memory = self._memory_lock is not None
         _sqlite_immediate(self.engine, in_memory=in_memory, durable=self.durable)
-        #: The same pool, for lone reads: no ``BEGIN IMMEDIATE`` on its connections
-        self._reader = self.engine.execution_options(**{_READ_ONLY: True})
 
     def _schema_made(self) -> None:
         if self._memory_lock is not None:
@@ -79,12 +72,29 @@ class SqliteStore(SqlStore, backend="sqlite"):
         # WAL (readers never wait for the writer) is a setting of the file, kept in it:
         # set once, after the schema check, outside any transaction, and only on a
         # database this fake owns.
-        conn = self._take(self._reader)
+        lent = self._take(read_only=True)
         try:
-            with conn.begin():  # no BEGIN sent: a lone read's connection
-                conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+            with lent.conn.begin():  # no BEGIN sent: a lone read's connection
+                lent.conn.exec_driver_sql("PRAGMA journal_mode=WAL")
         finally:
-            self._give(conn)
+            self._give(lent)
+
+    def _take(self, *, read_only: bool) -> Lent:
+        """A shared in-memory database lends a checkout of its one connection instead (under
+        ``_memory_lock``): closing that would reset every thread's data."""
+        if self._memory_lock is not None:
+            return Lent(self.engine.connect())
+        lent = self._connections.take()
+        if lent.read_only != read_only:
+            lent.conn.execution_options(**{_READ_ONLY: read_only})
+            lent.read_only = read_only
+        return lent
+
+    def _give(self, lent: Lent) -> None:
+        if self._memory_lock is not None:
+            lent.conn.close()
+            return
+        self._connections.give(lent)
 
     # ----- transactions -----
 
@@ -95,7 +105,8 @@ class SqliteStore(SqlStore, backend="sqlite"):
         if lock is not None:
             lock.acquire()
         try:
-            conn = self._take(self.engine)
+            lent = self._take(read_only=False)
+            conn = lent.conn
             try:
                 with conn.begin():  # BEGIN IMMEDIATE (see _sqlite_immediate)
                     local.conn, local.depth, local.writing = conn, 1, True
@@ -113,7 +124,7 @@ class SqliteStore(SqlStore, backend="sqlite"):
                 lock_name = _msgs.SQLITE_LOCK.format(path=self.url.database or ":memory:")
                 raise self._busy(lock_name, self.busy_timeout) from exc
             finally:
-                self._give(conn)
+                self._give(lent)
         finally:
             if lock is not None:
                 lock.release()
@@ -126,7 +137,8 @@ class SqliteStore(SqlStore, backend="sqlite"):
     @contextmanager
     def _bare_read(self) -> Iterator[object]:
         local = self._local
-        conn = self._take(self._reader)
+        lent = self._take(read_only=True)
+        conn = lent.conn
         try:
             with conn.begin():
                 local.conn, local.depth = conn, 1
@@ -135,7 +147,7 @@ class SqliteStore(SqlStore, backend="sqlite"):
                 finally:
                     local.conn, local.depth = None, 0
         finally:
-            self._give(conn)
+            self._give(lent)
 
     # ----- statements: compiled once, run on the driver's cursor -----
 
