@@ -25,6 +25,7 @@ from fake_contextq.domain import keys
 from fake_contextq.http.control import new_control_token
 from fake_contextq.stores import schema as s
 from fake_contextq.stores.sql import (
+    PostgresStore,
     SchemaVersionError,
     SqlStore,
     advisory_lock_key,
@@ -487,6 +488,7 @@ def test_a_postgres_connection_lost_under_the_fake_is_replaced() -> None:
     the requests that find it, and the next ones get fresh connections."""
     with postgres_schema() as url:
         store = SqlStore(url)
+        assert isinstance(store, PostgresStore)  # the URL picks the dialect's store
         admin = sa.create_engine(database_url(url))
         try:
             with FakeContextQ(store=store) as fake:
