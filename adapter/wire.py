@@ -37,6 +37,63 @@ SCOPES: Final = (READ, WRITE, ADMIN)  # [seed]
 SUBSUMING_SCOPE: Final = ADMIN  # [seed] admin subsumes read and write
 DEFAULT_KEY_SCOPES: Final = (READ, WRITE)  # [assumed] what a key gets when none are named
 
+# [public] RFC 6750 §3: a 401 to a Bearer-authenticated request carries
+# ``WWW-Authenticate: Bearer realm="…"``, with ``error="invalid_token"`` (and a description)
+# when a token was sent and refused, and no error when none was sent (§3.1: a missing header
+# or another scheme). [assumed] the realm's name; and no ``resource_metadata`` (RFC 9728):
+# ContextQ takes API keys, not OAuth tokens.
+AUTH_REALM: Final = "contextq"  # [assumed]
+INVALID_TOKEN: Final = "invalid_token"  # [public] RFC 6750 §3.1
+# [assumed] An MCP client's request to /mcp (its Accept lists text/event-stream, as the
+# streamable HTTP transport requires) refused for its key gets the 401 as a JSON-RPC error
+# (id null) whose message is ``mcp_error_text`` of REST's body and whose data is that body:
+# MCP clients show a JSON-RPC error's message, where they show no more than the status of any
+# other body. Any other request to /mcp gets REST's body itself.
+MCP_UNAUTHORIZED_CODE: Final = -32001
+# [assumed] ContextQ offers no OAuth: its discovery documents (RFC 9728 protected resource
+# metadata, RFC 8414 authorization server metadata, OpenID Connect discovery, at the origin
+# root or for a path) and dynamic client registration (RFC 7591, ``POST /register``, where MCP
+# clients look for it when no metadata names one) are unknown routes, a 404 (which MCP
+# clients read as "no OAuth here"); their body also carries ``error_description`` (RFC 6749
+# §5.2), the field OAuth clients show, saying that an API key is needed.
+OAUTH_WELL_KNOWN: Final = (
+    "oauth-protected-resource",
+    "oauth-authorization-server",
+    "openid-configuration",
+)
+OAUTH_REGISTRATION_PATH: Final = "/register"
+OAUTH_ERROR_DESCRIPTION: Final = "error_description"
+
+
+def bearer_challenge(realm: str, error: str | None = None, description: str | None = None) -> str:
+    """[public] The ``WWW-Authenticate`` value of a Bearer 401 (RFC 6750 §3): ``realm``, and
+    ``error`` with its description when a token was refused. The description keeps to the
+    characters §3 allows (no ``"`` or ``\\``, nothing outside printable ASCII)."""
+    challenge = f'{AUTH_SCHEME} realm="{_challenge_text(realm)}"'
+    if error is not None:
+        challenge += f', error="{_challenge_text(error)}"'
+        if description:
+            challenge += f', error_description="{_challenge_text(description)}"'
+    return challenge
+
+
+def _challenge_text(text: str) -> str:
+    return "".join("'" if c == '"' else c if " " <= c <= "~" and c != "\\" else "?" for c in text)
+
+
+def is_oauth_discovery(path: str) -> bool:
+    """[assumed] Whether ``path`` is one an MCP client probes for OAuth (see
+    ``OAUTH_WELL_KNOWN``): a well-known document at the root or for a path (RFC 8414 §3.1
+    inserts ``/.well-known/<name>`` before the path, OpenID Connect appends it), or
+    dynamic client registration."""
+    if path == OAUTH_REGISTRATION_PATH:
+        return True
+    for name in OAUTH_WELL_KNOWN:
+        document = "/.well-known/" + name
+        if path == document or path.startswith(document + "/") or path.endswith(document):
+            return True
+    return False
+
 
 def authorization(key: str) -> str:
     """[seed] The ``Authorization`` header value that carries a key (or any bearer token)."""

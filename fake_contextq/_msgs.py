@@ -36,6 +36,11 @@ NOT_BEARER = f"Authorization header must use the {AUTH_SCHEME} scheme: '{_KEY_SH
 MALFORMED_KEY = "Malformed API key: expected 'sk_live_' followed by 40 lowercase hex characters."
 UNKNOWN_KEY = "Unknown API key."
 REVOKED_KEY = "This API key has been revoked."
+#: where an MCP client looks for OAuth (wire.is_oauth_discovery): the 404 says what to send
+OAUTH_NOT_OFFERED = (
+    "Route {method} {path} not found: ContextQ does not offer OAuth. "
+    f"It takes an API key: send 'Authorization: {_KEY_SHAPE}'."
+)
 CONTROL_TOKEN_REQUIRED = (
     "Control endpoints need the control token the server printed at start "
     f"(Authorization: {AUTH_SCHEME} <control token>); API keys are not accepted here."
@@ -219,6 +224,12 @@ MCP_KEY_NOT_SENDABLE = (
 MCP_URL_UNUSABLE = (
     "fake-contextq mcp: CONTEXT_API_URL is no http(s) URL with a host ({url}); set it to "
     "ContextQ's base URL, e.g. {example}"
+)
+MCP_ORIGIN_REFUSED = (
+    "Origin {origin} may not use this fake's /mcp: bound to loopback, it answers only pages "
+    "served from loopback (http://127.0.0.1:<port>, http://localhost:<port>, "
+    "http://[::1]:<port>), as its DNS-rebinding protection does; serve it on another host "
+    "to allow any origin."
 )
 MCP_NO_KEY_ENV = (
     "fake-contextq mcp: set CONTEXT_API_KEY to a ContextQ API key (and CONTEXT_API_URL to its "

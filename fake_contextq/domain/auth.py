@@ -75,10 +75,10 @@ def normalise_scopes(scopes: Iterable[str]) -> tuple[str, ...]:
 def bearer_key(authorization: str | None) -> str:
     """The key from an ``Authorization`` header, or a 401 that says what is wrong with it."""
     if authorization is None or not authorization.strip():
-        raise unauthorized(_msgs.MISSING_AUTH)
+        raise unauthorized(_msgs.MISSING_AUTH, token_sent=False)
     scheme, _, token = authorization.strip().partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
-        raise unauthorized(_msgs.NOT_BEARER)
+        raise unauthorized(_msgs.NOT_BEARER, token_sent=False)
     token = token.strip()
     if not wire.KEY_RE.fullmatch(token):
         raise unauthorized(_msgs.MALFORMED_KEY)

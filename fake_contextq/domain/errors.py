@@ -24,6 +24,10 @@ class ApiError(Exception):
     def body(self) -> dict[str, Any]:
         return wire.error_body(self.code, self.message, self.details)
 
+    def headers(self) -> tuple[tuple[str, str], ...]:
+        """Headers the answer carries besides the body's (a 401's challenge)."""
+        return ()
+
     def __repr__(self) -> str:
         return f"ApiError({self.status} {self.code}: {self.message})"
 
@@ -51,8 +55,29 @@ class AuditChainError(AssertionError):
         self.reason = reason
 
 
-def unauthorized(message: str) -> ApiError:
-    return ApiError(_msgs.UNAUTHORIZED, message)
+class Unauthorized(ApiError):
+    """401 ``unauthorized``, whose answer carries the Bearer challenge of ``realm``
+    (``wire.bearer_challenge``): ``invalid_token`` and the message when a token was sent and
+    refused; no error when none was (no header, or another scheme: RFC 6750 §3.1)."""
+
+    def __init__(self, message: str, *, token_sent: bool, realm: str = wire.AUTH_REALM) -> None:
+        super().__init__(_msgs.UNAUTHORIZED, message)
+        self.token_sent = token_sent
+        self.realm = realm
+
+    def headers(self) -> tuple[tuple[str, str], ...]:
+        if not self.token_sent:
+            return ((WWW_AUTHENTICATE, wire.bearer_challenge(self.realm)),)
+        challenge = wire.bearer_challenge(self.realm, wire.INVALID_TOKEN, self.message)
+        return ((WWW_AUTHENTICATE, challenge),)
+
+
+WWW_AUTHENTICATE = "www-authenticate"
+
+
+def unauthorized(message: str, *, token_sent: bool = True) -> Unauthorized:
+    """A refused API key (``token_sent``: one was sent, in the Bearer scheme)."""
+    return Unauthorized(message, token_sent=token_sent)
 
 
 def not_found(message: str) -> ApiError:

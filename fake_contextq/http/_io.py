@@ -41,13 +41,14 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-def json_response(status: int, body: Any) -> Response:
+def json_response(status: int, body: Any, headers: Mapping[str, str] | None = None) -> Response:
     answer = json_answer(status, body)
-    return Response(answer.body, status_code=status, media_type="application/json")
+    return Response(answer.body, status_code=status, media_type="application/json", headers=headers)
 
 
 def error_response(exc: ApiError) -> Response:
-    return json_response(exc.status, exc.body())
+    """ContextQ's error body, with the headers the error carries (a 401's challenge)."""
+    return json_response(exc.status, exc.body(), dict(exc.headers()))
 
 
 async def receive_limited(headers: Mapping[str, str], chunks: AsyncIterator[bytes]) -> ReceivedBody:

@@ -17,7 +17,7 @@ from fake_contextq import _msgs
 from fake_contextq.domain import parse, render
 from fake_contextq.domain._validate import Issues, Reader, decode_json
 from fake_contextq.domain.backend import ContextQBackend
-from fake_contextq.domain.errors import AuditChainError, unauthorized
+from fake_contextq.domain.errors import AuditChainError, Unauthorized
 from fake_contextq.domain.keys import key_display_prefix
 from fake_contextq.domain.quota import DEFAULT_PLAN
 from fake_contextq.http._io import CONTROL_PREFIX, Binding, binding, json_response, read_body
@@ -50,6 +50,11 @@ async def _object(request: Request) -> Reader:
     raw = await read_body(request)
     issues = Issues()
     return Reader(decode_json(raw) if raw else {}, issues)
+
+
+#: The realm of the control routes' 401 challenge: the fake's own routes, not ContextQ's,
+#: answer to the control token, not to an API key.
+CONTROL_REALM = "fake-contextq-control"
 
 
 def token_matches(given: str, token: str) -> bool:
@@ -98,10 +103,9 @@ async def _guard(request: Request) -> Binding:
     token = bound.control_token
     header = request.headers.get("authorization", "")
     scheme, _, given = header.partition(" ")
-    if token is None or scheme.lower() != wire.AUTH_SCHEME.lower():
-        raise unauthorized(_msgs.CONTROL_TOKEN_REQUIRED)
-    if not token_matches(given, token):
-        raise unauthorized(_msgs.CONTROL_TOKEN_REQUIRED)
+    sent = scheme.lower() == wire.AUTH_SCHEME.lower() and bool(given.strip())
+    if token is None or not sent or not token_matches(given, token):
+        raise Unauthorized(_msgs.CONTROL_TOKEN_REQUIRED, token_sent=sent, realm=CONTROL_REALM)
     return bound
 
 

@@ -39,9 +39,9 @@ from adapter import wire
 from fake_contextq import _msgs, dashboard
 from fake_contextq.domain import parse
 from fake_contextq.domain._validate import Issues, Reader
-from fake_contextq.domain.errors import ApiError, ValidationFailed
+from fake_contextq.domain.errors import WWW_AUTHENTICATE, ApiError, ValidationFailed
 from fake_contextq.http._io import DASHBOARD_PREFIX, Binding, binding
-from fake_contextq.http.control import inject, token_matches
+from fake_contextq.http.control import CONTROL_REALM, inject, token_matches
 from fake_contextq.service.journal import JournalEntry
 
 __all__ = [
@@ -287,7 +287,9 @@ async def denied_page(_: Request, exc: Exception) -> Response:
     assert isinstance(exc, Denied)
     if isinstance(exc, _Refused):
         return _html(dashboard.page("refused.html", reason=exc.reason), 403)
-    return _html(dashboard.page("denied.html", reason=exc.reason), 401)
+    denied = _html(dashboard.page("denied.html", reason=exc.reason), 401)
+    denied.headers[WWW_AUTHENTICATE] = wire.bearer_challenge(CONTROL_REALM)
+    return denied
 
 
 @router.get("")

@@ -1,7 +1,9 @@
 """The served fake's ``/mcp``: streamable HTTP in front of the REST app.
 
 A request to ``/mcp`` is authenticated as REST authenticates (no key or a bad one: the
-same 401), then handed to the SDK's streamable HTTP transport; each tool call it makes is
+same 401 and ``WWW-Authenticate`` challenge, its body a JSON-RPC error for an MCP client:
+``refusal``; a CORS preflight, which carries no credentials, is answered first: ``cors``),
+then handed to the SDK's streamable HTTP transport; each tool call it makes is
 a REST request into the same app in-process, with the caller's own ``Authorization``, so
 it is journaled, subject to faults and bound to the key's tenant. Every other path goes to
 the REST app unchanged.
@@ -33,8 +35,11 @@ from fake_contextq.http._io import (
     Scope,
     Send,
     error_response,
+    json_response,
 )
 from fake_contextq.http.transport import AsyncInProcessTransport
+from fake_contextq.mcp import cors
+from fake_contextq.mcp.cors import LOOPBACK, LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -43,7 +48,6 @@ if TYPE_CHECKING:
 
     from fake_contextq.mcp.tools import Rest
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 INTERNAL_BASE_URL = "http://contextq.internal"
 
 
@@ -55,8 +59,8 @@ def security_for(host: str) -> TransportSecuritySettings:
     if host in LOOPBACK:
         return TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+            allowed_hosts=list(LOOPBACK_HOSTS),
+            allowed_origins=list(LOOPBACK_ORIGINS),
         )
     return TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
@@ -185,12 +189,40 @@ class McpEndpoint:
         await observe(scope, receive, send, self._serve)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        preflight = cors.preflight(scope, self.host)
+        if preflight is not None:  # a browser asks first, without credentials
+            status, headers, body = preflight
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        send = cors.with_cors(scope, send, self.host)
         refused = await self._authenticate(scope)
-        if refused is not None:
-            await error_response(refused)(scope, receive, send)
+        if refused is not None:  # REST's 401, its challenge included
+            await refusal(scope, refused)(scope, receive, send)
             return
         manager = await self._manager_started()
         await manager.handle_request(scope, await well_formed_body(scope, receive), send)
+
+
+def refusal(scope: Scope, refused: ApiError) -> ASGIApp:
+    """REST's answer to a refused key; to an MCP client (``wire.MCP_UNAUTHORIZED_CODE``)
+    its body as a JSON-RPC error, the one body an MCP client shows, so the person running it
+    reads what REST says (which key to send) instead of a bare 'error response'."""
+    if not _is_mcp_client(scope):
+        return error_response(refused)
+    body = refused.body()
+    error = {
+        "code": wire.MCP_UNAUTHORIZED_CODE,
+        "message": wire.mcp_error_text(refused.status, body),
+        "data": body,
+    }
+    rpc = {"jsonrpc": "2.0", "id": None, "error": error}
+    return json_response(refused.status, rpc, dict(refused.headers()))
+
+
+def _is_mcp_client(scope: Scope) -> bool:
+    accept = b", ".join(v for k, v in scope.get("headers", ()) if k.lower() == b"accept")
+    return b"text/event-stream" in accept.lower()
 
 
 async def well_formed_body(scope: Scope, receive: Receive) -> Receive:

@@ -97,6 +97,14 @@ def route_not_found(method: str, path: str) -> ApiError:
     )
 
 
+def oauth_not_offered(method: str, path: str) -> ApiError:
+    """The 404 of a path an MCP client probes for OAuth (``wire.is_oauth_discovery``): an
+    unknown route as any other, whose message (also its ``error_description``, the field an
+    OAuth client shows) says that ContextQ takes an API key instead."""
+    message = _msgs.OAUTH_NOT_OFFERED.format(method=method, path=shown_path(path))
+    return ApiError(_msgs.NOT_FOUND, message, **{wire.OAUTH_ERROR_DESCRIPTION: message})
+
+
 def url_text(raw: str, field: str) -> str:
     """One raw path segment percent-decoded as UTF-8, or a 400 naming ``field`` when it is
     not UTF-8 (``wire.URL_TEXT_ENCODING``): never U+FFFD in place of what was sent."""

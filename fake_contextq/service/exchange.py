@@ -118,15 +118,16 @@ class Answer:
         return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers]
 
 
-def json_answer(status: int, body: Any) -> Answer:
+def json_answer(status: int, body: Any, headers: tuple[tuple[str, str], ...] = ()) -> Answer:
     """A JSON answer with its length, as Starlette's ``Response`` sends one; ``body`` a
     JSON value or the bytes of one already rendered."""
     payload = body if isinstance(body, bytes) else json_body(body)
-    return Answer(status, (("content-length", str(len(payload))), *JSON_HEADERS), payload)
+    return Answer(status, (("content-length", str(len(payload))), *JSON_HEADERS, *headers), payload)
 
 
 def error_answer(exc: ApiError) -> Answer:
-    return json_answer(exc.status, exc.body())
+    """ContextQ's error body, with the headers the error carries (a 401's challenge)."""
+    return json_answer(exc.status, exc.body(), exc.headers())
 
 
 def query_params(query: str) -> dict[str, str]:

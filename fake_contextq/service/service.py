@@ -25,7 +25,7 @@ from adapter.errors import redact
 from fake_contextq import _msgs
 from fake_contextq.domain import auth
 from fake_contextq.domain.backend import ContextQBackend
-from fake_contextq.domain.errors import ApiError
+from fake_contextq.domain.errors import WWW_AUTHENTICATE, ApiError
 from fake_contextq.service import _routing
 from fake_contextq.service.exchange import (
     JSON_HEADERS,
@@ -91,6 +91,8 @@ class ContextQService:
             if found is None:
                 if request.path == OPENAPI_PATH and request.method in ("GET", "HEAD"):
                     return self._document()
+                if wire.is_oauth_discovery(request.path):
+                    raise _routing.oauth_not_offered(request.method, request.path)
                 raise _routing.route_not_found(request.method, request.path)
             if not _routing.one_segment(found, request.raw_path):
                 raise _routing.route_not_found(request.method, request.path)
@@ -193,7 +195,10 @@ class Exchange:
             body = wire.error_body(
                 _msgs.INJECTED_FAULT, _msgs.INJECTED_FAULT_MSG.format(method=method, path=path)
             )
-            injected = Answer(fault.status, JSON_HEADERS, json.dumps(body).encode())
+            headers = JSON_HEADERS
+            if fault.status == 401:  # a 401 carries its challenge (RFC 6750 §3), injected too
+                headers += ((WWW_AUTHENTICATE, wire.bearer_challenge(wire.AUTH_REALM)),)
+            injected = Answer(fault.status, headers, json.dumps(body).encode())
             self.record(injected.status, None, injected.body, asked=b"")
             return injected
         try:
