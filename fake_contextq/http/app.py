@@ -194,7 +194,7 @@ class _Seen:
     def sending(self, send: Send, exchange: Exchange) -> Send:
         async def sent(message: Message) -> None:
             if message["type"] == "http.response.start":
-                self.status = message["status"]
+                self.status = int(message["status"])  # the SDK sends an HTTPStatus
             elif message["type"] == "http.response.body":
                 self._keep(self.answered, message.get("body", b""))
                 if not message.get("more_body"):

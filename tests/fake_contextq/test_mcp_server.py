@@ -94,6 +94,7 @@ def test_each_mcp_request_is_journaled_too_with_its_call_and_the_keys_tenant(
         200,
         tenant.id,
     )
+    assert type(entries[at].status) is int  # as JSON shows it, not the SDK's HTTPStatus
     assert "structuredContent" in entries[at].response_body.decode()
     [save] = [i for i, e in enumerate(entries) if e.path == "/api/contexts"]
     assert save < at  # recorded when it answered, inside the MCP call
