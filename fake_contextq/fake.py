@@ -308,13 +308,15 @@ class FakeContextQ:
         *,
         control_token: str | None = None,
         ready_timeout: float = 10.0,
+        mcp_versions: Sequence[str] | None = None,
     ) -> ServedFake:
-        """Serve this fake over real HTTP on a background thread (port 0: a free port).
+        """Serve this fake over real HTTP on a background thread (port 0: a free port);
+        ``mcp_versions``: the MCP protocol versions ``/mcp`` negotiates (``served_app``).
 
         Use it as a context manager; it returns once the server accepts connections.
         """
         served = ServedFake(
-            self.served_app(control_token=control_token, host=host),
+            self.served_app(control_token=control_token, host=host, mcp_versions=mcp_versions),
             host,
             port,
             ready_timeout=ready_timeout,
