@@ -340,13 +340,15 @@ def result_text(result: types.CallToolResult) -> str:
 
 
 class McpToolError(AssertionError):
-    """A tool answered ``isError``: ``text`` is what the model would read, ``body`` the
-    ContextQ error body (``body["error"]`` is its code)."""
+    """A tool answered ``isError``: ``text`` is what the model would read, ``code`` the
+    ContextQ error code its text names (or its error body's, when it sends one as
+    ``structuredContent``, then ``body``)."""
 
     def __init__(self, tool: str, result: types.CallToolResult) -> None:
         self.tool = tool
         self.text = result_text(result)
         found = result.structured_content
         self.body: dict[str, Any] = found if isinstance(found, dict) else {}
-        self.code = self.body.get("error")
+        # a TypeScript server's tool error carries no body: its text names the code
+        self.code = self.body.get("error") or wire.mcp_error_code(self.text)
         super().__init__(f"{tool}: {self.text}")

@@ -194,25 +194,48 @@ PG_TABLE_LOCK = "a row or table lock in schema {schema!r} of database {database!
 SQLITE_LOCK = "the write lock of the SQLite database {path!r}"
 POOL_LOCK = "one of the {size} database connections of this fake, all in use"
 
-# The MCP surface: protocol errors (JSON-RPC "invalid params") and tool errors of the bridge
-MCP_UNKNOWN_TOOL = "Unknown tool {name!r}; this server has: {names}."
-MCP_BAD_ARGUMENTS = "Invalid arguments for tool {name}: {where}: {problem}"
-MCP_GET_NEEDS_ONE = "Invalid arguments for tool ctx_get: give exactly one of 'id' and 'externalId'."
-MCP_UNREACHABLE_CODE = "unreachable"
+# The MCP surface: a tool call refused before any REST call, as ContextQ's TypeScript server
+# refuses it. [assumed] Seed 003 puts that server in ``mcp/src/tools.ts``, on the official
+# TypeScript SDK's ``McpServer`` (read at @modelcontextprotocol/sdk v1.29.0,
+# ``src/server/mcp.ts``; the same in @modelcontextprotocol/server 2.0.0): an unknown tool, a
+# disabled one and arguments its Zod schema refuses all throw ``McpError(-32602, …)``, whose
+# message the SDK prefixes with ``MCP error <code>: `` (``src/types.ts``), and its
+# ``tools/call`` handler turns every throw into a result with ``isError: true`` and that
+# message as its only text (``createToolError``: no ``structuredContent``).
+MCP_ERROR_OF = "MCP error {code}: {message}"
+MCP_UNKNOWN_TOOL = "Tool {name} not found"
+MCP_DISABLED_TOOL = "Tool {name} disabled"
+MCP_BAD_ARGUMENTS = "Input validation error: Invalid arguments for tool {name}: {problem}"
+# Zod 4's English messages for the issues the tools' schemas can raise (``zod`` 4
+# ``locales/en.ts``); ``mcp.zod`` renders the issues as ``JSON.stringify(issues, null, 2)``.
+ZOD_INVALID_TYPE = "Invalid input: expected {expected}, received {got}"
+ZOD_INVALID_OPTION = "Invalid option: expected one of {options}"
+ZOD_TOO_BIG = "Too big: expected {origin} to be {bound}"
+ZOD_TOO_SMALL = "Too small: expected {origin} to be {bound}"
+ZOD_TOO_MANY = "Too big: expected array to have {bound} items"
+ZOD_TOO_FEW = "Too small: expected array to have {bound} items"
+ZOD_SAFE_INTEGER_NOTE = "Integers must be within the safe integer range."
+# [assumed] the refines a TypeScript server would add to its Zod schema: ctx_get's one of
+# id and externalId, and the fake's own bound on nesting (JSON.parse has none; REST has it)
+ZOD_EXACTLY_ONE = "Give exactly one of {names}."
+MCP_TOO_DEEP = "JSON nested deeper than {depth} levels"
+# [assumed] the TypeScript SDK's streamable HTTP transport (v1.29.0
+# ``src/server/webStandardStreamableHttp.ts``): a 400 with JSON-RPC code -32000
+MCP_UNSUPPORTED_VERSION = (
+    "Bad Request: Unsupported protocol version: {version} (supported versions: {versions})"
+)
+# the bridge's own tool errors (ContextQ unreachable or its answer unusable)
 MCP_UNREACHABLE = "ContextQ could not be reached at {url}: {reason}"
-MCP_UNUSABLE_CODE = "unusable_answer"
 MCP_UNUSABLE = (
     "The ContextQ at {url} answered {method} {path} with {status} and something unusable: "
     "{what}. It may be no ContextQ (check CONTEXT_API_URL), or it failed."
 )
 MCP_ANSWER_NOT_JSON = "a body that is not JSON ({detail})"
-MCP_TOO_DEEP = "JSON nested deeper than {depth} levels"
 MCP_ANSWER_TOO_LARGE = "a body of {size} bytes, over the {limit} bytes a tool reads"
 MCP_NOT_AN_ERROR_BODY = "{got} where ContextQ's error body was due"
 MCP_NOT_SUCCESS = "no answer to use (neither a success nor an error)"
 MCP_WRONG_KIND = "{got} where a JSON object was due"
 MCP_NOT_A_PAGE = "a list answer that is no page: {problem}"
-MCP_DEADLINE_CODE = "deadline_exceeded"
 MCP_DEADLINE = (
     "The ContextQ at {url} did not finish answering {tool} within {seconds:g} s (the "
     "bridge's deadline for one tool call); nothing more was waited for."

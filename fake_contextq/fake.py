@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -286,13 +286,20 @@ class FakeContextQ:
         # an in-process client holds no connection, so there is nothing to close later
         return bound_server(Rest(self.async_client(), wire.authorization(api_key)))
 
-    def served_app(self, *, control_token: str | None = None, host: str = "127.0.0.1") -> ASGIApp:
+    def served_app(
+        self,
+        *,
+        control_token: str | None = None,
+        host: str = "127.0.0.1",
+        mcp_versions: Sequence[str] | None = None,
+    ) -> ASGIApp:
         """What ``serve`` serves: the REST API (and the control routes, with a token) with
-        ContextQ's MCP endpoint at ``/mcp``. It needs the ASGI lifespan protocol."""
+        ContextQ's MCP endpoint at ``/mcp`` (negotiating among ``mcp_versions``, default
+        ``mcp.versions.SUPPORTED_PROTOCOL_VERSIONS``). It needs the ASGI lifespan protocol."""
         from fake_contextq.mcp import McpEndpoint
 
         rest = self.app if control_token is None else self.control_app(control_token)
-        return McpEndpoint(rest, self.backend, host=host)
+        return McpEndpoint(rest, self.backend, host=host, versions=mcp_versions)
 
     def serve(
         self,
@@ -301,13 +308,15 @@ class FakeContextQ:
         *,
         control_token: str | None = None,
         ready_timeout: float = 10.0,
+        mcp_versions: Sequence[str] | None = None,
     ) -> ServedFake:
-        """Serve this fake over real HTTP on a background thread (port 0: a free port).
+        """Serve this fake over real HTTP on a background thread (port 0: a free port);
+        ``mcp_versions``: the MCP protocol versions ``/mcp`` negotiates (``served_app``).
 
         Use it as a context manager; it returns once the server accepts connections.
         """
         served = ServedFake(
-            self.served_app(control_token=control_token, host=host),
+            self.served_app(control_token=control_token, host=host, mcp_versions=mcp_versions),
             host,
             port,
             ready_timeout=ready_timeout,

@@ -132,7 +132,22 @@ def _parser() -> argparse.ArgumentParser:
         help="how long one whole tool call may take, every REST call and answer byte of it, "
         f"before it is a tool error (default {MCP_DEADLINE_SECONDS:g})",
     )
+    mcp.add_argument(
+        "--protocol-versions",
+        type=_versions,
+        default=None,
+        metavar="V1,V2,...",
+        help="the MCP protocol versions to negotiate among, newest first (default: the "
+        "TypeScript SDK's, newest 2025-11-25); naming 2026-07-28 serves that era too",
+    )
     return parser
+
+
+def _versions(text: str) -> tuple[str, ...]:
+    found = tuple(v.strip() for v in text.split(",") if v.strip())
+    if not found:
+        raise argparse.ArgumentTypeError("name at least one protocol version")
+    return found
 
 
 MOVED = {
@@ -148,18 +163,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args = _parser().parse_args(given)
     if args.command == "mcp":
-        return mcp_stdio(args.deadline)
+        return mcp_stdio(args.deadline, args.protocol_versions)
     return serve(args)
 
 
-def mcp_stdio(deadline: float = MCP_DEADLINE_SECONDS) -> int:
+def mcp_stdio(deadline: float = MCP_DEADLINE_SECONDS, versions: Sequence[str] | None = None) -> int:
     try:
         from fake_contextq.mcp.stdio import main as stdio_main
     except ModuleNotFoundError as exc:
         print(f"fake-contextq: {_missing(exc)}", file=sys.stderr)
         return 2
     try:
-        return stdio_main(deadline=deadline)
+        return stdio_main(deadline=deadline, versions=versions)
     except SystemExit as exc:
         print(exc.code, file=sys.stderr)
         return 2

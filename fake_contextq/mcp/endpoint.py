@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import httpx2
@@ -70,10 +71,20 @@ class McpEndpoint:
     lifespan protocol (the SDK's transport runs in a task group that lives as long as the
     server): ``fake_server`` serves it with lifespan on."""
 
-    def __init__(self, app: ASGIApp, backend: ContextQBackend, *, host: str = "127.0.0.1"):
+    def __init__(
+        self,
+        app: ASGIApp,
+        backend: ContextQBackend,
+        *,
+        host: str = "127.0.0.1",
+        versions: Sequence[str] | None = None,
+    ):
+        from fake_contextq.mcp.versions import SUPPORTED_PROTOCOL_VERSIONS  # no SDK import
+
         self.app = app
         self.backend = backend
         self.host = host
+        self.versions = tuple(versions or SUPPORTED_PROTOCOL_VERSIONS)
         # straight into the service when the app has one (the fake's own), so each tool
         # call's REST request is journaled and faulted without another trip through ASGI
         target = getattr(app, "service", app)
@@ -125,7 +136,7 @@ class McpEndpoint:
             from fake_contextq.mcp.server import build_server
 
             manager = StreamableHTTPSessionManager(
-                app=build_server(self._rest_for),
+                app=build_server(self._rest_for, versions=self.versions),
                 json_response=True,
                 stateless=wire.MCP_STATELESS,
                 security_settings=security_for(self.host),
@@ -200,8 +211,30 @@ class McpEndpoint:
         if refused is not None:  # REST's 401, its challenge included
             await refusal(scope, refused)(scope, receive, send)
             return
+        receive = await well_formed_body(scope, receive)  # read, so the journal shows it
+        unsupported = _unsupported_version(scope, self.versions)
+        if unsupported is not None:
+            await unsupported(scope, receive, send)
+            return
         manager = await self._manager_started()
-        await manager.handle_request(scope, await well_formed_body(scope, receive), send)
+        await manager.handle_request(scope, receive, send)
+
+
+def _unsupported_version(scope: Scope, versions: Sequence[str]) -> ASGIApp | None:
+    """The TypeScript SDK's 400 for an ``MCP-Protocol-Version`` header naming a version
+    not served (``mcp.versions``), or None. It also keeps the Python SDK from serving its
+    2026-07-28 era, which it picks by that header, unless ``versions`` holds it."""
+    from fake_contextq.mcp.versions import unsupported_header
+
+    header = next(
+        (v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"mcp-protocol-version"),
+        None,
+    )
+    message = unsupported_header(header, versions)
+    if message is None:
+        return None
+    body = {"jsonrpc": "2.0", "error": {"code": -32000, "message": message}, "id": None}
+    return json_response(400, body)
 
 
 def refusal(scope: Scope, refused: ApiError) -> ASGIApp:

@@ -1,5 +1,7 @@
-"""ContextQ's MCP server on the official ``mcp`` SDK: the contract's tools, their schemas
-checked before any REST call, and each call handed to ``tools.run_tool``.
+"""ContextQ's MCP server on the official ``mcp`` SDK: the contract's tools, their arguments
+checked as the TypeScript SDK's ``McpServer`` checks them (an unknown tool or arguments its
+schema refuses are ``isError`` results, not protocol errors), each call handed to
+``tools.run_tool``.
 
 Where the caller's key comes from is the transport's business (``rest_for``): bound once
 for an in-process or stdio server, read from each HTTP request for the served endpoint.
@@ -10,62 +12,58 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import jsonschema
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
-from mcp.shared.exceptions import MCPError
 
 from adapter import wire
 from fake_contextq import __version__, _msgs
+from fake_contextq.mcp import zod
 from fake_contextq.mcp.tools import Rest, run_tool
+from fake_contextq.mcp.versions import SUPPORTED_PROTOCOL_VERSIONS, InitializeVersion
 from fake_contextq.service.operations import MCP_TOOLS
 from fake_contextq.service.tool_shapes import McpTool
 
 RestFor = Callable[[ServerRequestContext[Any, Any]], Rest]
 
-SHAPE_KEYWORDS = frozenset({"required", "type"})
-_VALIDATORS: dict[str, jsonschema.protocols.Validator] = {}
 
+class Refused(Exception):
+    """A tool call ``McpServer`` refuses before its handler runs: the text of the
+    ``isError`` result, ``MCP error -32602: …`` (``_msgs.MCP_ERROR_OF``)."""
 
-def _validator(tool: McpTool) -> jsonschema.protocols.Validator:
-    found = _VALIDATORS.get(tool.name)
-    if found is None:
-        cls = jsonschema.validators.validator_for(tool.input_schema)
-        found = _VALIDATORS[tool.name] = cls(tool.input_schema)
-    return found
+    def __init__(self, message: str) -> None:
+        super().__init__(_msgs.MCP_ERROR_OF.format(code=types.INVALID_PARAMS, message=message))
 
 
 def check_arguments(tool: McpTool, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The arguments if they have the schema's shape, else the protocol's "invalid params"
-    error naming the first field that does not.
-
-    Shape is a missing required argument or a value of the wrong JSON type. Values (an
-    enum, a range, a length) are ContextQ's rules: REST checks them and its refusal comes
-    back as a tool error, word for word as through REST ([assumed]). Text that is not valid
-    Unicode is made so first (``wire.well_formed``), as REST makes a body's."""
+    """The arguments if the tool's Zod schema (as ``mcp.zod`` reads its input schema)
+    takes them, else ``Refused`` with Zod 4's issues. Text that is not valid Unicode is
+    made so first (``wire.well_formed``), as REST makes a body's. Rules the schema does not
+    state (a string's length, a workspace that exists) are ContextQ's: REST checks them and
+    its refusal comes back as a tool error, word for word ([assumed])."""
     args = dict(arguments or {})
     if wire.nested_too_deep(args):
-        raise MCPError(
-            types.INVALID_PARAMS,
-            _msgs.MCP_BAD_ARGUMENTS.format(
-                name=tool.name,
-                where="arguments",
-                problem=_msgs.MCP_TOO_DEEP.format(depth=wire.MAX_JSON_DEPTH),
-            ),
+        problem = zod.message(
+            [
+                {
+                    "code": "custom",
+                    "path": [],
+                    "message": _msgs.MCP_TOO_DEEP.format(depth=wire.MAX_JSON_DEPTH),
+                }
+            ]
         )
+        raise Refused(_msgs.MCP_BAD_ARGUMENTS.format(name=tool.name, problem=problem))
     args = dict(wire.well_formed_json(args))  # [assumed] a lone surrogate is U+FFFD, as in REST
-    shape = [e for e in _validator(tool).iter_errors(args) if e.validator in SHAPE_KEYWORDS]
-    error = jsonschema.exceptions.best_match(shape)
-    if error is not None:
-        where = error.json_path if error.path else "arguments"
-        raise MCPError(
-            types.INVALID_PARAMS,
-            _msgs.MCP_BAD_ARGUMENTS.format(name=tool.name, where=where, problem=error.message),
-        )
-    if tool.name == "ctx_get" and ("id" in args) == ("externalId" in args):
-        raise MCPError(types.INVALID_PARAMS, _msgs.MCP_GET_NEEDS_ONE)
+    found = zod.issues(tool.input_schema, args)
+    if found:
+        problem = zod.message(found)
+        raise Refused(_msgs.MCP_BAD_ARGUMENTS.format(name=tool.name, problem=problem))
     return args
+
+
+def refusal(text: str) -> types.CallToolResult:
+    """What ``McpServer.createToolError`` returns: the text, ``isError``, nothing more."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
 def tool_listing(tools: Sequence[McpTool] = MCP_TOOLS) -> list[types.Tool]:
@@ -74,6 +72,7 @@ def tool_listing(tools: Sequence[McpTool] = MCP_TOOLS) -> list[types.Tool]:
             name=t.name,
             description=t.description,
             input_schema=dict(t.input_schema),
+            output_schema=dict(t.output_schema),
             annotations=types.ToolAnnotations(
                 read_only_hint=t.scope == wire.READ,
                 destructive_hint=t.destructive,
@@ -83,9 +82,14 @@ def tool_listing(tools: Sequence[McpTool] = MCP_TOOLS) -> list[types.Tool]:
     ]
 
 
-def build_server(rest_for: RestFor, tools: Sequence[McpTool] = MCP_TOOLS) -> Server[Any]:
+def build_server(
+    rest_for: RestFor,
+    tools: Sequence[McpTool] = MCP_TOOLS,
+    versions: Sequence[str] = SUPPORTED_PROTOCOL_VERSIONS,
+) -> Server[Any]:
     """A low-level ``mcp`` server with ``tools`` (ContextQ's, from the table of operations);
-    ``rest_for(ctx)`` is the REST API as the caller of that request sees it."""
+    ``rest_for(ctx)`` is the REST API as the caller of that request sees it; ``versions``
+    the protocol versions ``initialize`` negotiates among (``mcp.versions``)."""
     listing = types.ListToolsResult(tools=tool_listing(tools))
     by_name = {t.name: t for t in tools}
 
@@ -98,12 +102,12 @@ def build_server(rest_for: RestFor, tools: Sequence[McpTool] = MCP_TOOLS) -> Ser
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         tool = by_name.get(params.name)
-        if tool is None:
-            names = ", ".join(by_name)
-            raise MCPError(
-                types.INVALID_PARAMS, _msgs.MCP_UNKNOWN_TOOL.format(name=params.name, names=names)
-            )
-        args = check_arguments(tool, params.arguments)
+        try:
+            if tool is None:
+                raise Refused(_msgs.MCP_UNKNOWN_TOOL.format(name=params.name))
+            args = check_arguments(tool, params.arguments)
+        except Refused as exc:
+            return refusal(str(exc))
         return await run_tool(rest_for(ctx), tool, args)
 
     def input_schema(name: str) -> Mapping[str, Any] | None:
@@ -120,10 +124,15 @@ def build_server(rest_for: RestFor, tools: Sequence[McpTool] = MCP_TOOLS) -> Ser
         # building (and serialising) the whole listing for every call
         get_tool_input_schema=input_schema,
     )
-    server.middleware = []  # a fake emits no telemetry into its host process's set-up
+    # no telemetry into its host process's set-up; initialize answered from ``versions``
+    server.middleware = [InitializeVersion(versions)]
     return server
 
 
-def bound_server(rest: Rest, tools: Sequence[McpTool] = MCP_TOOLS) -> Server[Any]:
+def bound_server(
+    rest: Rest,
+    tools: Sequence[McpTool] = MCP_TOOLS,
+    versions: Sequence[str] = SUPPORTED_PROTOCOL_VERSIONS,
+) -> Server[Any]:
     """A server whose every call is made as one caller (in-process, stdio)."""
-    return build_server(lambda _ctx: rest, tools)
+    return build_server(lambda _ctx: rest, tools, versions)

@@ -13,10 +13,11 @@ password, query or fragment, and nothing of the key.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import anyio
 import httpx2
+from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 
 from adapter import wire
@@ -25,6 +26,7 @@ from fake_contextq.mcp import CALL_DEADLINE_SECONDS
 from fake_contextq.mcp.masking import shown_url
 from fake_contextq.mcp.server import bound_server
 from fake_contextq.mcp.tools import Rest
+from fake_contextq.mcp.versions import SUPPORTED_PROTOCOL_VERSIONS, serves_modern
 
 
 def settings(env: Mapping[str, str]) -> tuple[str, str]:
@@ -52,14 +54,31 @@ def settings(env: Mapping[str, str]) -> tuple[str, str]:
     return url.rstrip("/"), key
 
 
-async def serve_stdio(url: str, key: str, deadline: float = CALL_DEADLINE_SECONDS) -> None:
+async def serve_stdio(
+    url: str,
+    key: str,
+    deadline: float = CALL_DEADLINE_SECONDS,
+    versions: Sequence[str] = SUPPORTED_PROTOCOL_VERSIONS,
+) -> None:
+    """Serve until stdin closes. Only the handshake era unless ``versions`` holds a later
+    one (``mcp.versions``): a request in the 2026-07-28 envelope is then an unknown
+    method, as to ContextQ's TypeScript server."""
     async with httpx2.AsyncClient(base_url=url, timeout=deadline) as client:
-        server = bound_server(Rest(client, wire.authorization(key), deadline))
+        server = bound_server(Rest(client, wire.authorization(key), deadline), versions=versions)
+        options = server.create_initialization_options()
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            if serves_modern(versions):
+                await server.run(read, write, options)
+                return
+            async with server.lifespan(server) as state:
+                await serve_loop(server, read, write, lifespan_state=state, init_options=options)
 
 
-def main(env: Mapping[str, str] | None = None, deadline: float = CALL_DEADLINE_SECONDS) -> int:
+def main(
+    env: Mapping[str, str] | None = None,
+    deadline: float = CALL_DEADLINE_SECONDS,
+    versions: Sequence[str] | None = None,
+) -> int:
     url, key = settings(os.environ if env is None else env)
-    anyio.run(serve_stdio, url, key, deadline)
+    anyio.run(serve_stdio, url, key, deadline, tuple(versions or SUPPORTED_PROTOCOL_VERSIONS))
     return 0

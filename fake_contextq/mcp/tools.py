@@ -317,26 +317,21 @@ async def run_tool(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> types.
             with anyio.fail_after(rest.deadline):
                 answer = await call(rest, tool, args)
     except ToolError as exc:
-        return _result(str(exc), exc.body, error=True)
-    except Unreachable as exc:
-        return _failure(_msgs.MCP_UNREACHABLE_CODE, str(exc))
-    except Unusable as exc:
-        return _failure(_msgs.MCP_UNUSABLE_CODE, str(exc))
+        return _failure(str(exc))
+    except (Unreachable, Unusable) as exc:
+        return _failure(str(exc))
     except TimeoutError:
         text = _msgs.MCP_DEADLINE.format(url=rest.url, seconds=rest.deadline, tool=tool.name)
-        return _failure(_msgs.MCP_DEADLINE_CODE, text)
+        return _failure(text)
     structured = answer if isinstance(answer, dict) else {"result": answer}
-    return _result(json.dumps(answer, ensure_ascii=False), structured, error=False)
-
-
-def _failure(code: str, text: str) -> types.CallToolResult:
-    """A tool error of the bridge itself (no ContextQ error body to pass on)."""
-    return _result(text, {"error": code, "message": text}, error=True)
-
-
-def _result(text: str, structured: dict[str, Any], *, error: bool) -> types.CallToolResult:
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
+        content=[types.TextContent(type="text", text=json.dumps(answer, ensure_ascii=False))],
         structured_content=structured,
-        is_error=error,
     )
+
+
+def _failure(text: str) -> types.CallToolResult:
+    """A tool error as ``McpServer`` returns a thrown one: its text and ``isError``, no
+    ``structuredContent`` ([assumed]: a TypeScript client checks any structuredContent,
+    an error's too, against the tool's output schema; v1.29.0 ``src/client/index.ts``)."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)

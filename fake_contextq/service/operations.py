@@ -342,7 +342,7 @@ def operation(name: str) -> Operation:
 
 def mcp_tools(operations: tuple[Operation, ...]) -> tuple[ts.McpTool, ...]:
     """The MCP tools ``operations`` are exposed as, in table order."""
-    return tuple(ts.McpTool.of(e, op.route) for op in operations for e in op.mcp)
+    return tuple(ts.McpTool.of(e, op.route, op.answer_schema) for op in operations for e in op.mcp)
 
 
 #: ContextQ's MCP tools as the fake serves them.

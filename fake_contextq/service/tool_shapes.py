@@ -11,7 +11,7 @@ declared on their operations (``operations.OPERATIONS``); ``operations.MCP_TOOLS
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from adapter import wire
@@ -35,6 +35,8 @@ class Exposure:
     input_schema: Mapping[str, Any]
     provenance: str  # "public", "seed" or "assumed": the tool's parameters, as documented
     destructive: bool = False
+    #: the JSON Schema of its ``structuredContent``; None: the operation's answer schema
+    output_schema: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +50,15 @@ class McpTool:
     input_schema: Mapping[str, Any]
     provenance: str
     destructive: bool = False
+    output_schema: Mapping[str, Any] = field(default_factory=lambda: ANY_OBJECT)
 
     @classmethod
-    def of(cls, exposure: Exposure, route: wire.Route) -> McpTool:
+    def of(
+        cls, exposure: Exposure, route: wire.Route, answer: Mapping[str, Any] | None = None
+    ) -> McpTool:
+        """The tool ``exposure`` declares, on ``route``, whose REST ``answer`` schema is
+        its output schema unless the exposure shapes its result itself."""
+        output = exposure.output_schema or answer or ANY_OBJECT
         return cls(
             exposure.name,
             route,
@@ -58,6 +66,7 @@ class McpTool:
             exposure.input_schema,
             exposure.provenance,
             exposure.destructive,
+            output,
         )
 
     @property
@@ -77,10 +86,17 @@ def schema(properties: Mapping[str, Any], required: Sequence[str] = ()) -> dict[
     return out
 
 
+#: An output schema that says only what MCP requires (``structuredContent`` is an object).
+ANY_OBJECT: Final[Mapping[str, Any]] = {"type": "object"}
+#: [assumed] The largest id the MCP schemas take: Number.MAX_SAFE_INTEGER, the largest
+#: integer a JavaScript client (and ContextQ's TypeScript server, ``z.number().int()``)
+#: holds exactly; REST takes ids up to ``wire.MAX_ID`` (2^63 - 1).
+MCP_MAX_ID: Final = 2**53 - 1
+
 STR: Final = {"type": "string"}
 TAGS: Final = {"type": "array", "items": {"type": "string"}, "maxItems": wire.MAX_TAGS}
 META: Final = {"type": "object"}
-ID: Final = {"type": "integer", "minimum": 1, "maximum": wire.MAX_ID}
+ID: Final = {"type": "integer", "minimum": 1, "maximum": MCP_MAX_ID}
 WORKSPACE: Final = {"type": "string", "description": "workspace slug"}
 CONTEXT_FIELDS: Final = {
     "type": {"type": "string", "enum": list(wire.CONTEXT_TYPES)},  # [seed] the 9 types
@@ -159,6 +175,19 @@ CTX_STATS: Final = Exposure(
     "Count saved contexts, in all and by type.",
     schema({"workspace": WORKSPACE}),
     "assumed",
+    output_schema={  # [assumed] the shape of ctx_stats: a count per context type
+        "type": "object",
+        "required": ["total", "byType"],
+        "properties": {
+            "total": {"type": "integer", "minimum": 0},
+            "byType": {
+                "type": "object",
+                "required": list(wire.CONTEXT_TYPES),
+                "properties": {t: {"type": "integer", "minimum": 0} for t in wire.CONTEXT_TYPES},
+                "additionalProperties": False,
+            },
+        },
+    },
 )
 
 CTX_BULK_UPDATE: Final = Exposure(
@@ -181,7 +210,13 @@ CTX_BULK_UPDATE: Final = Exposure(
 CTX_GET: Final = Exposure(
     "ctx_get",
     "Read one context by its id, or by its external id.",
-    schema({"id": ID, "externalId": STR}),
+    # [assumed] exactly one of the two, as a TypeScript server's Zod refine would check it;
+    # said in the schema as the required names of each choice (clients read it; a client
+    # that does not still gets the refine's error)
+    {
+        **schema({"id": ID, "externalId": STR}),
+        "oneOf": [{"required": ["id"]}, {"required": ["externalId"]}],
+    },
     "assumed",
 )
 
@@ -198,6 +233,12 @@ CTX_DELETE: Final = Exposure(
     schema({"id": ID}, ["id"]),
     "assumed",
     destructive=True,
+    # [assumed] REST answers 204 with no body; the tool says what it deleted
+    output_schema={
+        "type": "object",
+        "required": ["deleted", "id"],
+        "properties": {"deleted": {"type": "boolean", "const": True}, "id": ID},
+    },
 )
 
 CTX_SEARCH: Final = Exposure(

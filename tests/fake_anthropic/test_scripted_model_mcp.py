@@ -147,7 +147,8 @@ def test_arguments_of_the_wrong_shape_come_back_as_an_error_result(
     )
     result = ask(model, [server(served.mcp_url, key)]).content[1]
     assert result.is_error is True
-    assert "'content' is a required property" in result.content[0].text
+    assert "Input validation error: Invalid arguments for tool ctx_save" in result.content[0].text
+    assert "Invalid input: expected string, received undefined" in result.content[0].text
 
 
 def test_in_process_routing_reaches_the_fake_with_no_socket(

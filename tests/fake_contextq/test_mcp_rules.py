@@ -3,6 +3,7 @@ REST, on every store: each tool is one REST call, so a refusal is REST's own."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -10,11 +11,10 @@ import httpx2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcp import MCPError
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant, _msgs
-from fake_contextq.mcp import McpToolError, SyncMcpClient
+from fake_contextq.mcp import McpToolError, SyncMcpClient, result_text
 from fake_contextq.service.tool_shapes import MCP_SAVE_DEFAULT_TYPE, mcp_save_title
 from tests.support.helpers import context_body, fill
 
@@ -44,6 +44,21 @@ def refused(session: SyncMcpClient, tool: str, args: dict[str, Any]) -> McpToolE
     with pytest.raises(McpToolError) as caught:
         session.call(tool, args)
     return caught.value
+
+
+def input_issues(session: SyncMcpClient, tool: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Zod issues of a call the TypeScript SDK's ``McpServer`` refuses before its
+    handler: an ``isError`` result, no structured content, the issues as a JSON array."""
+    result = session.call_tool(tool, args)
+    assert result.is_error
+    assert result.structured_content is None
+    text = result_text(result)
+    head = _msgs.MCP_ERROR_OF.format(
+        code=-32602, message=_msgs.MCP_BAD_ARGUMENTS.format(name=tool, problem="")
+    )
+    assert text.startswith(head), text
+    found: list[dict[str, Any]] = json.loads(text[len(head) :])
+    return found
 
 
 def test_a_context_saved_through_mcp_reads_back_identically_through_rest(
@@ -92,8 +107,6 @@ def test_the_free_plans_quota_refuses_the_101st_save_with_402(
     error = refused(mcp, "ctx_save", {"content": "one too many"})
     assert error.code == _msgs.QUOTA_EXCEEDED
     assert error.text.startswith(f"ContextQ 402 {_msgs.QUOTA_EXCEEDED}:")
-    assert error.body["plan"] == "free"
-    assert error.body["limit"] == 100
     assert "free plan allows 100 contexts" in error.text
     assert len(fake.contexts(tenant)) == 100
 
@@ -111,17 +124,16 @@ def test_a_taken_external_id_is_refused_and_the_first_context_kept(
 def test_search_refuses_the_three_save_only_types_naming_the_six(mcp: SyncMcpClient) -> None:
     mcp.call("ctx_save", {"content": "a map", "type": "map"})
     for extra in ("synthesis", "map", "moc"):
-        error = refused(mcp, "ctx_search", {"query": "map", "type": extra})
-        assert error.code == _msgs.VALIDATION_ERROR
-        for allowed in wire.SEARCH_TYPES:
-            assert repr(allowed) in error.text
-        assert repr(extra) in error.text
+        [issue] = input_issues(mcp, "ctx_search", {"query": "map", "type": extra})
+        assert (issue["code"], issue["path"]) == ("invalid_value", ["type"])
+        assert issue["values"] == list(wire.SEARCH_TYPES)
+        options = "|".join(f'"{t}"' for t in wire.SEARCH_TYPES)
+        assert issue["message"] == _msgs.ZOD_INVALID_OPTION.format(options=options)
 
 
 def test_save_refuses_a_type_outside_the_nine(mcp: SyncMcpClient) -> None:
-    error = refused(mcp, "ctx_save", {"content": "x", "type": "handoff"})
-    assert error.code == _msgs.VALIDATION_ERROR
-    assert all(repr(t) in error.text for t in wire.CONTEXT_TYPES)
+    [issue] = input_issues(mcp, "ctx_save", {"content": "x", "type": "handoff"})
+    assert (issue["code"], issue["values"]) == ("invalid_value", list(wire.CONTEXT_TYPES))
 
 
 def test_an_unknown_workspace_is_silently_dropped_on_save(
@@ -223,33 +235,115 @@ def test_another_tenants_context_is_not_found_through_mcp(
 
 
 @pytest.mark.parametrize(
-    ("tool", "args", "where"),
+    ("tool", "args", "issue"),
     [
-        ("ctx_save", {}, "'content' is a required property"),
-        ("ctx_save", {"content": 3}, "$.content"),
-        ("ctx_search", {"query": "x", "limit": "ten"}, "$.limit"),
-        ("agent_checkpoint", {"session_id": 1, "seq": 1}, "'state' is a required property"),
-        ("ctx_get", {}, "exactly one of 'id' and 'externalId'"),
-        ("ctx_get", {"id": 1, "externalId": "e"}, "exactly one of 'id' and 'externalId'"),
+        (
+            "ctx_save",
+            {},
+            {
+                "expected": "string",
+                "code": "invalid_type",
+                "path": ["content"],
+                "message": "Invalid input: expected string, received undefined",
+            },
+        ),
+        (
+            "ctx_save",
+            {"content": 3},
+            {
+                "expected": "string",
+                "code": "invalid_type",
+                "path": ["content"],
+                "message": "Invalid input: expected string, received number",
+            },
+        ),
+        (
+            "ctx_search",
+            {"query": "x", "limit": "ten"},
+            {
+                "expected": "number",
+                "code": "invalid_type",
+                "path": ["limit"],
+                "message": "Invalid input: expected number, received string",
+            },
+        ),
+        (
+            "agent_checkpoint",
+            {"session_id": 1, "seq": 1},
+            {
+                "expected": "object",
+                "code": "invalid_type",
+                "path": ["state"],
+                "message": "Invalid input: expected object, received undefined",
+            },
+        ),
+        (
+            "ctx_delete",
+            {"id": 1.5},
+            {
+                "expected": "int",
+                "format": "safeint",
+                "code": "invalid_type",
+                "path": ["id"],
+                "message": "Invalid input: expected int, received number",
+            },
+        ),
+        (
+            "ctx_bulk_update",
+            {"contexts": [{"type": "note", "title": "t"}]},
+            {
+                "expected": "string",
+                "code": "invalid_type",
+                "path": ["contexts", 0, "content"],
+                "message": "Invalid input: expected string, received undefined",
+            },
+        ),
+        (
+            "ctx_get",
+            {},
+            {"code": "custom", "path": [], "message": "Give exactly one of id and externalId."},
+        ),
+        (
+            "ctx_get",
+            {"id": 1, "externalId": "e"},
+            {"code": "custom", "path": [], "message": "Give exactly one of id and externalId."},
+        ),
     ],
 )
-def test_arguments_of_the_wrong_shape_are_the_protocols_invalid_params(
-    mcp: SyncMcpClient, client: httpx2.Client, tool: str, args: dict[str, Any], where: str
+def test_arguments_the_schema_refuses_are_an_error_result_in_zods_words(
+    mcp: SyncMcpClient,
+    client: httpx2.Client,
+    tool: str,
+    args: dict[str, Any],
+    issue: dict[str, Any],
 ) -> None:
-    with pytest.raises(MCPError) as caught:
-        mcp.call_tool(tool, args)
-    assert caught.value.code == -32602
-    assert where in caught.value.message
-    assert tool in caught.value.message
+    """As the TypeScript SDK's McpServer answers: a result the model reads, not a
+    protocol error, and nothing reaches REST."""
+    assert issue in input_issues(mcp, tool, args)
     assert client.get("/api/contexts").json()["total"] == 0
 
 
-def test_an_unknown_tool_is_the_protocols_error_naming_the_tools(mcp: SyncMcpClient) -> None:
-    with pytest.raises(MCPError) as caught:
-        mcp.call_tool("ctx_dream", {})
-    assert caught.value.code == -32602
-    assert "'ctx_dream'" in caught.value.message
-    assert "ctx_save" in caught.value.message
+def test_every_issue_is_listed_with_its_json_path_as_zod_lists_them(mcp: SyncMcpClient) -> None:
+    found = input_issues(mcp, "ctx_search", {"query": 1, "limit": 0, "type": "map"})
+    assert [(i["code"], i["path"]) for i in found] == [
+        ("invalid_type", ["query"]),
+        ("too_small", ["limit"]),
+        ("invalid_value", ["type"]),
+    ]
+    assert found[1]["message"] == "Too small: expected number to be >=1"
+
+
+def test_an_id_past_what_javascript_holds_is_refused_as_zod_refuses_it(mcp: SyncMcpClient) -> None:
+    found = input_issues(mcp, "ctx_get", {"id": 2**53})
+    assert {(i["code"], i["maximum"]) for i in found} == {("too_big", 2**53 - 1)}
+    assert mcp.call_tool("ctx_get", {"id": 2**53 - 1}).is_error  # REST's 404, no refusal
+    assert "Input validation" not in result_text(mcp.call_tool("ctx_get", {"id": 2**53 - 1}))
+
+
+def test_an_unknown_tool_is_an_error_result_as_mcpserver_answers_it(mcp: SyncMcpClient) -> None:
+    result = mcp.call_tool("ctx_dream", {})
+    assert result.is_error
+    assert result_text(result) == "MCP error -32602: Tool ctx_dream not found"
 
 
 _text = st.text(max_size=30)
@@ -282,13 +376,9 @@ def test_any_save_answers_as_rest_answers_the_same_body(
     if not fake.workspaces(tenant):
         fake.create_workspace(tenant, "w")
     before = client.get("/api/contexts").json()["total"]
-    try:
-        result = mcp.call_tool("ctx_save", args)
-    except MCPError as exc:
-        code = exc.code
-        result = None
-    if result is None:
-        assert code == -32602
+    result = mcp.call_tool("ctx_save", args)
+    if result.is_error and "Input validation error" in result_text(result):
+        assert result_text(result).startswith("MCP error -32602: Input validation error")
         assert client.get("/api/contexts").json()["total"] == before
         return
     body = dict(args)
@@ -297,7 +387,7 @@ def test_any_save_answers_as_rest_answers_the_same_body(
     if result.is_error:
         rest = client.post("/api/contexts", json=body)
         assert rest.status_code >= 400
-        assert result.structured_content == rest.json()
+        assert result_text(result) == wire.mcp_error_text(rest.status_code, rest.json())
     else:
         saved = result.structured_content
         assert saved is not None
@@ -343,7 +433,9 @@ def test_list_holds_limit_and_offset_to_rests_rules_whatever_the_number_of_tags(
         if rest.status_code != 200:
             assert rest.status_code == 400, rest.text
             assert result.is_error, (case, result.structured_content)
-            assert result.structured_content == rest.json(), case
+            text = result_text(result)
+            schema_says = text.startswith("MCP error -32602: Input validation error")
+            assert schema_says or text == wire.mcp_error_text(400, rest.json()), case
             continue
         assert not result.is_error, (case, result.structured_content)
         page = result.structured_content

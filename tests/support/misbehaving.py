@@ -167,9 +167,15 @@ async def _drip(writer: asyncio.StreamWriter, data: bytes) -> None:
 
 def _text_only(mode: str, content: bytes) -> bytes:
     """A JSON-RPC answer with its tool result's structuredContent taken out, its text as
-    ``mode`` says."""
+    ``mode`` says; a tool listing without output schemas (a server that sends no
+    structuredContent declares none: clients refuse a result missing what it declared)."""
     message: Any = json.loads(content)
     result = message.get("result") if isinstance(message, dict) else None
+    if isinstance(result, dict) and isinstance(result.get("tools"), list):
+        for tool in result["tools"]:
+            if isinstance(tool, dict):
+                tool.pop("outputSchema", None)
+        return json.dumps(message).encode()
     if not isinstance(result, dict) or "content" not in result:
         return content  # not a tool result
     result.pop("structuredContent", None)

@@ -1,0 +1,188 @@
+"""Tool arguments checked as ContextQ's TypeScript server checks them: by the Zod schema its
+advertised input schema was generated from, refused in Zod 4's words.
+
+[assumed] Seed 003 puts ContextQ's MCP server in ``mcp/src/tools.ts``, a TypeScript server,
+most likely on the official SDK's ``McpServer`` with Zod schemas (``zod`` 4, the SDK's own
+since 1.23: ``import * as z from 'zod/v4'`` in ``src/types.ts`` of v1.29.0). ``McpServer``
+parses the arguments with the tool's schema and refuses with the ``ZodError``'s message,
+which Zod 4 makes ``JSON.stringify(issues, null, 2)``: every issue, each with its ``code``,
+what it expected, its ``path`` as a JSON array and Zod's English ``message``. This module
+reads the subset of JSON Schema the fake's tools declare (type, properties, required, enum,
+minimum/maximum, minItems/maxItems, items, and ``oneOf`` of required names, a refine) and
+yields the issues Zod 4 yields for the same schema. Unknown keys are stripped by Zod, not
+refused, so they are not issues here either.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from fake_contextq import _msgs
+from fake_contextq.service.tool_shapes import MCP_MAX_ID
+
+__all__ = ["MAX_SAFE_INTEGER", "issues", "message"]
+
+Issue = dict[str, Any]
+Path = tuple[str | int, ...]
+
+#: Number.MAX_SAFE_INTEGER: the largest integer a JavaScript number holds exactly, and so
+#: the largest that ``z.number().int()`` accepts (the MCP schemas' largest id).
+MAX_SAFE_INTEGER: Final = MCP_MAX_ID
+
+# JSON Schema's type names as Zod names what it expected
+_EXPECTED: Final = {
+    "string": "string",
+    "integer": "number",
+    "number": "number",
+    "boolean": "boolean",
+    "array": "array",
+    "object": "object",
+}
+
+
+def received(value: Any) -> str:
+    """Zod 4's name for what it got (``parsedType`` of its English locale)."""
+    if isinstance(value, _Undefined):
+        return "undefined"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+class _Undefined:
+    """JavaScript's ``undefined``: what a missing property is to Zod."""
+
+
+_UNDEFINED: Final = _Undefined()
+
+
+def _continues(found: Sequence[Issue]) -> bool:
+    """Whether Zod goes on to the checks after ``found``: only bounds let it."""
+    return all(i["code"] in ("too_big", "too_small") for i in found)
+
+
+def _wrong_type(kind: str, value: Any, path: Path) -> Issue:
+    expected = _EXPECTED.get(kind, "unknown")
+    fields = {"expected": expected, "code": "invalid_type"}
+    return _issue(
+        path, fields, _msgs.ZOD_INVALID_TYPE.format(expected=expected, got=received(value))
+    )
+
+
+def _not_an_option(schema: Mapping[str, Any], path: Path) -> Issue:
+    options = "|".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"])
+    fields = {"code": "invalid_value", "values": list(schema["enum"])}
+    return _issue(path, fields, _msgs.ZOD_INVALID_OPTION.format(options=options))
+
+
+def _issue(path: Path, fields: Mapping[str, Any], text: str) -> Issue:
+    return {**fields, "path": list(path), "message": text}
+
+
+def _is_type(kind: Any, value: Any) -> bool:
+    return not isinstance(kind, str) or received(value) == _EXPECTED[kind]
+
+
+def _number(schema: Mapping[str, Any], value: float, path: Path, out: list[Issue]) -> None:
+    if schema.get("type") == "integer":
+        if isinstance(value, float) and not value.is_integer():
+            fields = {"expected": "int", "format": "safeint", "code": "invalid_type"}
+            out.append(
+                _issue(path, fields, _msgs.ZOD_INVALID_TYPE.format(expected="int", got="number"))
+            )
+            return
+        if abs(value) > MAX_SAFE_INTEGER:
+            big = value > 0
+            bound = MAX_SAFE_INTEGER if big else -MAX_SAFE_INTEGER
+            out.append(_bound(path, "int", big, bound, note=True))
+    if "minimum" in schema and value < schema["minimum"]:
+        out.append(_bound(path, "number", False, schema["minimum"]))
+    if "maximum" in schema and value > schema["maximum"]:
+        out.append(_bound(path, "number", True, schema["maximum"]))
+
+
+def _bound(path: Path, origin: str, big: bool, limit: int, *, note: bool = False) -> Issue:
+    code, key, sign = ("too_big", "maximum", "<=") if big else ("too_small", "minimum", ">=")
+    fields: dict[str, Any] = {"origin": origin, "code": code, key: limit, "inclusive": True}
+    if note:
+        fields["note"] = _msgs.ZOD_SAFE_INTEGER_NOTE
+    template = _msgs.ZOD_TOO_BIG if big else _msgs.ZOD_TOO_SMALL
+    return _issue(path, fields, template.format(origin=origin, bound=f"{sign}{limit}"))
+
+
+def _sized(path: Path, big: bool, limit: int) -> Issue:
+    code, key, sign = ("too_big", "maximum", "<=") if big else ("too_small", "minimum", ">=")
+    fields = {"origin": "array", "code": code, key: limit, "inclusive": True}
+    template = _msgs.ZOD_TOO_MANY if big else _msgs.ZOD_TOO_FEW
+    return _issue(path, fields, template.format(bound=f"{sign}{limit}"))
+
+
+def _check(schema: Mapping[str, Any], value: Any, path: Path, out: list[Issue]) -> None:
+    kind = schema.get("type")
+    if "enum" in schema:  # z.enum: one check, whatever the type
+        if value not in schema["enum"] or not _is_type(kind, value):
+            out.append(_not_an_option(schema, path))
+        return
+    if isinstance(kind, str) and not _is_type(kind, value):
+        out.append(_wrong_type(kind, value, path))
+        return
+    if kind in ("integer", "number"):
+        _number(schema, value, path, out)
+    elif kind == "array":
+        before = len(out)
+        for index, item in enumerate(value):
+            if "items" in schema:
+                _check(schema["items"], item, (*path, index), out)
+        if not _continues(out[before:]):
+            return  # Zod 4 runs no check (a length) after an issue that aborts
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            out.append(_sized(path, True, schema["maxItems"]))
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            out.append(_sized(path, False, schema["minItems"]))
+    elif kind == "object" and "properties" in schema:
+        _object(schema, value, path, out)
+
+
+def _object(
+    schema: Mapping[str, Any], value: Mapping[str, Any], path: Path, out: list[Issue]
+) -> None:
+    required = set(schema.get("required", ()))
+    before = len(out)
+    for name, field in schema["properties"].items():
+        if name in value:
+            _check(field, value[name], (*path, name), out)
+        elif name in required:
+            missing = (*path, name)
+            found = _not_an_option(field, missing) if "enum" in field else None
+            out.append(found or _wrong_type(field.get("type", ""), _UNDEFINED, missing))
+    # a refine is a check: Zod 4 runs none after an issue that aborts
+    choices: Sequence[Mapping[str, Any]] = schema.get("oneOf", ())
+    if choices and _continues(out[before:]):
+        held = [all(n in value for n in c.get("required", ())) for c in choices]
+        if held.count(True) != 1:
+            names = " and ".join(n for c in choices for n in c.get("required", ()))
+            fields = {"code": "custom"}
+            out.append(_issue(path, fields, _msgs.ZOD_EXACTLY_ONE.format(names=names)))
+
+
+def issues(schema: Mapping[str, Any], value: Any) -> list[Issue]:
+    """Every issue Zod 4 finds in ``value`` against the schema ``schema`` was made from,
+    in Zod's order (properties in declared order, an array's items before its length)."""
+    out: list[Issue] = []
+    _check(schema, value, (), out)
+    return out
+
+
+def message(found: Sequence[Issue]) -> str:
+    """A ``ZodError``'s message: ``JSON.stringify(issues, null, 2)``."""
+    return json.dumps(list(found), indent=2, ensure_ascii=False)

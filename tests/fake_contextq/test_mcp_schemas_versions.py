@@ -1,0 +1,136 @@
+"""Every tool's result satisfies the output schema it advertises, and the protocol
+versions are negotiated from one set, as ContextQ's TypeScript server negotiates them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx2
+import jsonschema
+import pytest
+
+from adapter import wire
+from fake_contextq import FakeContextQ, Tenant
+from fake_contextq.mcp import SyncMcpClient, result_text
+from fake_contextq.mcp.versions import (
+    LATEST_PROTOCOL_VERSION,
+    NEWER_PROTOCOL_VERSIONS,
+    SUPPORTED_PROTOCOL_VERSIONS,
+    negotiated,
+)
+from fake_contextq.service.operations import MCP_TOOLS
+
+
+def _calls(mcp: SyncMcpClient, fake: FakeContextQ, tenant: Tenant) -> dict[str, dict[str, Any]]:
+    """One successful call of every tool, its arguments by name."""
+    fake.create_workspace(tenant, "w")
+    saved = mcp.call("ctx_save", {"content": "a fact", "externalId": "e1", "workspace": "w"})
+    session = mcp.call("agent_session_start", {"workspace": "w"})["id"]
+    task = mcp.call("agent_task_upsert", {"session_id": session, "key": "k", "title": "t"})
+    other = mcp.call("ctx_save", {"content": "to delete"})["id"]
+    return {
+        "ctx_save": {"content": "another"},
+        "ctx_list": {"tags": [], "limit": 5},
+        "ctx_stats": {},
+        "ctx_bulk_update": {
+            "contexts": [{"type": "reference", "title": "b", "content": "c", "externalId": "b1"}]
+        },
+        "ctx_get": {"externalId": "e1"},
+        "ctx_update": {"id": saved["id"], "title": "renamed"},
+        "ctx_delete": {"id": other},
+        "ctx_search": {"query": "fact"},
+        "agent_session_start": {},
+        "agent_checkpoint": {"session_id": session, "seq": 1, "state": {"at": 1}},
+        "agent_resume": {"session_id": session},
+        "agent_task_upsert": {"session_id": session, "key": "k2", "title": "t2"},
+        "agent_task_tick": {"task_id": task["id"], "evidence": "done"},
+        "agent_lesson_add": {"text": "a lesson", "workspace": "w"},
+        "agent_handoff": {"session_id": session},
+        "agent_boot": {"goal": "resume", "workspace": "w"},
+        "agent_session_end": {"session_id": session, "status": "completed"},
+    }
+
+
+def test_every_tools_success_satisfies_its_output_schema(llm_fake: FakeContextQ) -> None:
+    tenant = llm_fake.create_tenant("acme")
+    key = llm_fake.mint_key(tenant, wire.SCOPES)
+    with SyncMcpClient(llm_fake.mcp_server(key)) as mcp:
+        listed = {t.name: t for t in mcp.list_tools()}
+        calls = _calls(mcp, llm_fake, tenant)
+        assert set(calls) == {t.name for t in MCP_TOOLS}
+        for name, args in calls.items():
+            result = mcp.call_tool(name, args)
+            assert not result.is_error, (name, result_text(result))
+            schema = listed[name].output_schema
+            assert schema is not None and schema["type"] == "object"
+            jsonschema.validate(result.structured_content, schema)
+
+
+def test_a_tool_error_carries_no_structured_content_to_check(fake: FakeContextQ, key: str) -> None:
+    """A TypeScript client checks any structuredContent against the output schema, an
+    error's too: the error is its text alone, as McpServer's are."""
+    with SyncMcpClient(fake.mcp_server(key)) as mcp:
+        result = mcp.call_tool("ctx_get", {"id": 404})
+    assert result.is_error and result.structured_content is None
+    assert result_text(result).startswith("ContextQ 404 not_found:")
+
+
+def test_ctx_get_says_its_one_of_in_its_schema(fake: FakeContextQ, key: str) -> None:
+    with SyncMcpClient(fake.mcp_server(key)) as mcp:
+        [get] = [t for t in mcp.list_tools() if t.name == "ctx_get"]
+    validator = jsonschema.Draft202012Validator(get.input_schema)
+    assert validator.is_valid({"id": 1}) and validator.is_valid({"externalId": "e"})
+    assert not validator.is_valid({}) and not validator.is_valid({"id": 1, "externalId": "e"})
+
+
+@pytest.mark.parametrize(
+    ("asked", "answered"),
+    [
+        ("2025-11-25", "2025-11-25"),
+        ("2024-10-07", "2024-10-07"),
+        ("2026-07-28", LATEST_PROTOCOL_VERSION),
+        ("1999-01-01", LATEST_PROTOCOL_VERSION),
+    ],
+)
+def test_initialize_over_http_answers_as_the_typescript_sdk(
+    fake: FakeContextQ, key: str, asked: str, answered: str
+) -> None:
+    assert negotiated(asked, SUPPORTED_PROTOCOL_VERSIONS) == answered
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": asked,
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    headers = {"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"}
+    with fake.serve() as served, httpx2.Client() as c:
+        answer = c.post(served.mcp_url, json=body, headers=headers)
+        assert answer.json()["result"]["protocolVersion"] == answered
+        probe = c.post(
+            served.mcp_url,
+            json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            headers={**headers, "MCP-Protocol-Version": "2026-07-28"},
+        )
+    assert probe.status_code == 400
+    assert probe.json()["error"]["code"] == -32000
+    assert "Unsupported protocol version: 2026-07-28" in probe.json()["error"]["message"]
+
+
+def test_a_client_in_auto_mode_settles_on_the_newest_the_server_speaks(
+    fake: FakeContextQ, key: str
+) -> None:
+    with fake.serve() as served, SyncMcpClient(served.mcp_url, api_key=key) as mcp:
+        assert mcp.protocol_version == LATEST_PROTOCOL_VERSION
+        result = mcp.call_tool("ctx_dream", {})
+    assert result.is_error and result_text(result) == "MCP error -32602: Tool ctx_dream not found"
+
+
+def test_a_newer_version_set_serves_the_newer_era(fake: FakeContextQ, key: str) -> None:
+    served_fake = fake.serve(mcp_versions=NEWER_PROTOCOL_VERSIONS)
+    with served_fake as served, SyncMcpClient(served.mcp_url, api_key=key) as mcp:
+        assert mcp.protocol_version == NEWER_PROTOCOL_VERSIONS[0]
+        assert mcp.call("ctx_stats", {})["total"] == 0
