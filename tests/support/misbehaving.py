@@ -169,7 +169,10 @@ def _text_only(mode: str, content: bytes) -> bytes:
     """A JSON-RPC answer with its tool result's structuredContent taken out, its text as
     ``mode`` says; a tool listing without output schemas (a server that sends no
     structuredContent declares none: clients refuse a result missing what it declared)."""
-    message: Any = json.loads(content)
+    try:
+        message: Any = json.loads(content)
+    except ValueError:  # no body (a notification's 202) or not JSON: nothing to take out
+        return content
     result = message.get("result") if isinstance(message, dict) else None
     if isinstance(result, dict) and isinstance(result.get("tools"), list):
         for tool in result["tools"]:
