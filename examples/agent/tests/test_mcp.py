@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from adapter import ContextQClient
+from adapter import ContextQClient, wire
 from fake_anthropic import ScriptedModel, mcp_tool_use, text, turn
 from fake_contextq import FakeContextQ, Tenant
-from fake_contextq.mcp import SyncMcpClient
+from fake_contextq.mcp import SyncMcpClient, result_text
 
 
 def test_an_agent_saves_through_contextqs_mcp_tools(
@@ -34,9 +34,8 @@ def test_the_free_plan_refuses_the_101st_save(
     )
     refused = contextq_mcp.call_tool("ctx_save", {"content": "one too many"})
 
-    assert refused.is_error
-    assert refused.structured_content is not None
-    assert refused.structured_content["error"] == "quota_exceeded"
+    assert refused.is_error  # a tool error carries its code in its text, as a TS server's does
+    assert wire.mcp_error_code(result_text(refused)) == "quota_exceeded"
 
 
 def test_the_mcp_connector_calls_the_served_fake(
