@@ -96,22 +96,22 @@ def parse_id(raw: str, name: str = "id") -> int:
 
 def parse_session_start(raw: Body) -> dict[str, Any]:
     """``{"workspace", "parent_session_id", "metadata"}``, metadata ``{}`` when not given."""
-    return dict(shapes.SESSION_START.read(raw))
+    return shapes.SESSION_START.read(raw)
 
 
 def parse_session_end(raw: Body) -> dict[str, Any]:
     """``{"status", "summary"}``."""
-    return dict(shapes.SESSION_END.read(raw))
+    return shapes.SESSION_END.read(raw)
 
 
 def parse_checkpoint(raw: Body) -> dict[str, Any]:
     """``{"seq", "state", "summary"}``."""
-    return dict(shapes.CHECKPOINT.read(raw))
+    return shapes.CHECKPOINT.read(raw)
 
 
 def parse_task(raw: Body) -> dict[str, Any]:
     """``{"session_id", "key", "title", "status", "parent_key", "evidence"}``."""
-    return dict(shapes.TASK.read(raw))
+    return shapes.TASK.read(raw)
 
 
 def parse_tick(raw: Body) -> str | None:
@@ -122,14 +122,14 @@ def parse_tick(raw: Body) -> str | None:
 
 def parse_lesson(raw: Body) -> dict[str, Any]:
     """``{"text", "workspace", "session_id", "tags"}``."""
-    return dict(shapes.LESSON.read(raw))
+    return shapes.LESSON.read(raw)
 
 
 def parse_handoff(raw: Body) -> dict[str, Any]:
     """``{"session_id", "workspace"}``."""
-    return dict(shapes.HANDOFF.read(raw))
+    return shapes.HANDOFF.read(raw)
 
 
 def parse_boot(raw: Body) -> dict[str, Any]:
     """``{"goal", "workspace", "token_budget"}``, the budget defaulted."""
-    return dict(shapes.BOOT.read(raw))
+    return shapes.BOOT.read(raw)

@@ -299,6 +299,7 @@ class Shape:
             raise ValueError(f"a field named twice in {names}")
         self.fields = fields
         self.optional_body = optional_body
+        self._names = frozenset(names)
 
     def __repr__(self) -> str:
         return f"Shape({', '.join(f.name for f in self.fields)})"
@@ -328,19 +329,20 @@ class Shape:
         issues = _validate.Issues(_msgs.INVALID_QUERY)
         texts = {name: wire.well_formed(value) for name, value in params.items()}
         reader = _validate.Reader(texts, issues)
-        values = self._values(reader, [f.read_query(reader) for f in self.fields])
+        values = self._values(reader, query=True)
         issues.check()
         return values
 
     def read_object(self, reader: _validate.Reader) -> Values:
         """The fields read from the object ``reader`` holds, issues added to its list."""
-        return self._values(reader, [f.read(reader) for f in self.fields])
+        return self._values(reader, query=False)
 
-    def _values(self, reader: _validate.Reader, read: list[Any]) -> Values:
-        values = {
-            f.name: f.default() if v is None else v for f, v in zip(self.fields, read, strict=True)
-        }
-        return Values(values, frozenset(f.name for f in self.fields if reader.has(f.name)))
+    def _values(self, reader: _validate.Reader, *, query: bool) -> Values:
+        values: dict[str, Any] = {}
+        for f in self.fields:
+            value = f.read_query(reader) if query else f.read(reader)
+            values[f.name] = f.default() if value is None else value
+        return Values(values, frozenset(reader.obj.keys() & self._names))
 
     def properties(self, for_mcp: bool = False) -> dict[str, Schema]:
         """Each field's JSON Schema by name, to compose a schema from (an MCP tool's
