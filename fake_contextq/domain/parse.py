@@ -1,6 +1,6 @@
 """Reading request bodies, query strings and path ids into records, as zod would: the
 fake's side of the wire contract (``adapter.wire`` holds the names and limits, and
-``service.shapes`` declares each body once, for reading it and for its JSON Schema)."""
+``domain.shapes`` declares each body once, for reading it and for its JSON Schema)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,8 @@ from adapter.wire import (
     well_formed,
 )
 from fake_contextq import _msgs
-from fake_contextq.domain import _validate
+from fake_contextq.domain import _validate, shapes
 from fake_contextq.domain import records as r
-from fake_contextq.service import shapes
 
 Body = bytes | Mapping[str, Any]
 

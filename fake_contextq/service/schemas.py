@@ -1,5 +1,5 @@
 """JSON Schemas of the wire shapes, for the OpenAPI document the service derives from its
-table: the request bodies derived from their declaration in ``service.shapes``, the answers
+table: the request bodies derived from their declaration in ``domain.shapes``, the answers
 written here from ``adapter.wire``.
 
 The routes parse bodies themselves (so errors have ContextQ's shape); these schemas
@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from adapter import wire
-from fake_contextq.service import shapes
+from fake_contextq.domain import shapes
 
 Schema = dict[str, Any]
 
-# The request bodies, derived from their one declaration (``service.shapes``).
+# The request bodies, derived from their one declaration (``domain.shapes``).
 CONTEXT_CREATE: Schema = shapes.CONTEXT_CREATE.json_schema()
 CONTEXT_UPDATE: Schema = shapes.CONTEXT_UPDATE.json_schema()
 BULK_UPSERT: Schema = shapes.BULK_UPSERT.json_schema()

@@ -143,7 +143,7 @@ def test_run_by_pytest_itself_an_unreachable_target_stops_at_once(tmp_path: Path
 
 
 BROKEN_SEARCH = '''
-from fake_contextq.service import shapes
+from fake_contextq.domain import shapes
 
 
 def pytest_configure(config):

@@ -1,6 +1,6 @@
 """Every request shape of the fake, declared once: reading a body and its JSON Schema both
 derive from the declaration, so the rules the fake enforces and the schemas it documents
-(OpenAPI today, MCP input schemas next) cannot drift apart.
+(``service.schemas``, the OpenAPI document, MCP input schemas) cannot drift apart.
 
 A shape is an object of fields; a field names its wire key and its limits. ``read`` runs
 the rules through ``domain._validate.Reader`` (one issue per broken rule, every issue

@@ -1,4 +1,4 @@
-"""A request shape is declared once (``service.shapes``): what its reader accepts, its JSON
+"""A request shape is declared once (``domain.shapes``): what its reader accepts, its JSON
 Schema accepts, and what the reader refuses the schema refuses too, but for the rules a
 JSON Schema cannot say (sizes in bytes, NUL characters, a value repeated in a batch)."""
 
@@ -15,9 +15,8 @@ from hypothesis import strategies as st
 
 from adapter import wire
 from fake_contextq import _msgs
-from fake_contextq.domain import errors
-from fake_contextq.http import openapi
-from fake_contextq.service import shapes
+from fake_contextq.domain import errors, shapes
+from fake_contextq.service import schemas
 
 BODIES: dict[str, shapes.Shape] = {
     "CONTEXT_CREATE": shapes.CONTEXT_CREATE,
@@ -228,7 +227,7 @@ def test_the_openapi_document_carries_the_derived_schemas() -> None:
     """No request body of the document is written by hand beside its shape."""
     bodies = {"CHECKPOINT", "TASK", "TICK", "LESSON", "HANDOFF", "BOOT"}  # named *_BODY there
     documented = {
-        name: getattr(openapi, f"{name}_BODY" if name in bodies else name) for name in BODIES
+        name: getattr(schemas, f"{name}_BODY" if name in bodies else name) for name in BODIES
     }
     assert documented == {name: shape.json_schema() for name, shape in BODIES.items()}
 
