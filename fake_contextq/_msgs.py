@@ -124,7 +124,7 @@ BAD_SLUG = (
     "Workspace slug must be 1-{max} characters of lowercase letters, digits and single "
     "hyphens, starting and ending with a letter or digit."
 )
-DUPLICATE_IN_BATCH = "externalId {external_id!r} appears more than once in this batch."
+DUPLICATE_IN_BATCH = "externalId {value!r} appears more than once in this batch."
 NO_SCOPES_KNOWN = "Unknown scope {scope!r}; scopes are read, write and admin."
 UNKNOWN_KEY_HASH = "unknown key hash scheme {scheme!r}; one of {schemes}"
 UNKNOWN_PLAN = "Unknown plan {plan!r}; plans are {plans}."

@@ -169,14 +169,16 @@ class Reader:
     def has(self, name: str) -> bool:
         return name in self.obj
 
-    def _get(self, name: str, required: bool) -> tuple[bool, Any]:
+    def get(self, name: str, required: bool) -> tuple[bool, Any]:
+        """Whether the object holds ``name``, and its value; a missing required one is told."""
         if name not in self.obj:
             if required and self.ok:
                 self.issues.add((*self.base, name), _msgs.REQUIRED)
             return False, None
         return True, self.obj[name]
 
-    def _expect(self, name: str, expected: str, value: Any) -> None:
+    def expect(self, name: str, expected: str, value: Any) -> None:
+        """Tell ``name`` it holds the wrong type of JSON value."""
         self.issues.add(
             (*self.base, name),
             _msgs.EXPECTED.format(expected=expected, received=json_type_name(value)),
@@ -191,14 +193,22 @@ class Reader:
         min_len: int = 0,
         max_len: int | None = None,
         max_bytes: int | None = None,
+        pattern: re.Pattern[str] | None = None,
+        pattern_message: str = "",
     ) -> str | None:
-        present, value = self._get(name, required)
+        """A string field; one that must also match ``pattern`` in full is told
+        ``pattern_message`` when it does not (its other limits checked first)."""
+        present, value = self.get(name, required)
         if not present or (value is None and nullable):
             return None
         if not isinstance(value, str):
-            self._expect(name, "string", value)
+            self.expect(name, "string", value)
             return None
-        return self.check_string((*self.base, name), value, min_len, max_len, max_bytes)
+        checked = self.check_string((*self.base, name), value, min_len, max_len, max_bytes)
+        if checked is not None and pattern is not None and not pattern.fullmatch(checked):
+            self.issues.add((*self.base, name), pattern_message)
+            return None
+        return checked
 
     def check_string(
         self,
@@ -225,7 +235,7 @@ class Reader:
         return value
 
     def enum(self, name: str, options: Collection[str], *, required: bool = False) -> str | None:
-        present, value = self._get(name, required)
+        present, value = self.get(name, required)
         if not present:
             return None
         if not isinstance(value, str) or value not in options:
@@ -241,11 +251,11 @@ class Reader:
     def string_list(
         self, name: str, *, max_items: int, min_item_len: int = 1, max_item_len: int
     ) -> tuple[str, ...] | None:
-        present, value = self._get(name, False)
+        present, value = self.get(name, False)
         if not present:
             return None
         if not isinstance(value, list):
-            self._expect(name, "array", value)
+            self.expect(name, "array", value)
             return None
         if len(value) > max_items:
             self.issues.add((*self.base, name), _msgs.TOO_MANY_ITEMS.format(max=max_items))
@@ -263,28 +273,68 @@ class Reader:
                 out.append(checked)
         return tuple(out)
 
-    def mapping(self, name: str, *, nullable: bool = False) -> dict[str, Any] | None:
-        present, value = self._get(name, False)
+    def mapping(
+        self,
+        name: str,
+        *,
+        required: bool = False,
+        nullable: bool = False,
+        max_bytes: int | None = None,
+    ) -> dict[str, Any] | None:
+        """A JSON object field, held to ``max_bytes`` as canonical JSON in UTF-8."""
+        present, value = self.get(name, required)
         if not present or (value is None and nullable):
             return None
         if not isinstance(value, dict):
-            self._expect(name, "object", value)
+            self.expect(name, "object", value)
             return None
         bad = forbidden_text_paths(value)
         for path in bad:
             self.issues.add((*self.base, name, *path), _msgs.HAS_NUL)
-        return None if bad else value
+        if bad:
+            return None
+        if max_bytes is not None and (size := json_size(value)) > max_bytes:
+            self.issues.add(
+                (*self.base, name), _msgs.TOO_MANY_BYTES.format(max=max_bytes, got=size)
+            )
+            return None
+        return value
 
-    def integer(self, name: str, *, minimum: int, maximum: int) -> int | None:
-        present, value = self._get(name, False)
+    def integer(
+        self, name: str, *, required: bool = False, minimum: int, maximum: int
+    ) -> int | None:
+        present, value = self.get(name, required)
         if not present:
             return None
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
-            self._expect(name, "integer", value)
+            self.expect(name, "integer", value)
             return None
+        return self._in_range(name, value, minimum, maximum)
+
+    def query_integer(self, name: str, *, minimum: int, maximum: int) -> int | None:
+        """An integer given as query-string text: up to 19 digits, a sign, spaces around."""
+        present, value = self.get(name, False)
+        if not present:
+            return None
+        if not isinstance(value, str) or not _QUERY_INT.fullmatch(value.strip()):
+            self.issues.add(
+                (*self.base, name), _msgs.EXPECTED.format(expected="integer", received=repr(value))
+            )
+            return None
+        return self._in_range(name, int(value), minimum, maximum)
+
+    def _in_range(self, name: str, value: int, minimum: int, maximum: int) -> int | None:
         if not minimum <= value <= maximum:
             self.issues.add((*self.base, name), _msgs.OUT_OF_RANGE.format(min=minimum, max=maximum))
             return None
         return value
+
+
+_QUERY_INT = re.compile(r"-?[0-9]{1,19}")
+
+
+def json_size(value: Any) -> int:
+    """The size of ``value`` as canonical JSON in UTF-8, as ContextQ counts free JSON."""
+    return len(wire.canonical_json(value).encode("utf-8", "surrogatepass"))

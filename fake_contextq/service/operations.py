@@ -92,14 +92,6 @@ def _task_status(done: tuple[r.AgentTask, bool]) -> int:
 
 
 W = wire.Routes
-_LIST_QUERY: tuple[tuple[str, oa.Schema], ...] = (
-    ("workspace", {"type": "string"}),
-    ("tag", {"type": "string"}),
-    ("type", {"type": "string", "enum": list(wire.CONTEXT_TYPES)}),
-    ("limit", {"type": "integer", "minimum": 1, "maximum": wire.LIST_MAX_LIMIT}),
-    ("offset", {"type": "integer", "minimum": 0}),
-)
-
 OPERATIONS: tuple[Operation, ...] = (
     # ----- contexts -----
     Operation(
@@ -119,7 +111,7 @@ OPERATIONS: tuple[Operation, ...] = (
         render.page_body,
         oa.PAGE,
         (400, 403),
-        query=_LIST_QUERY,
+        query=oa.LIST_QUERY_PARAMS,
         mcp=(
             ts.CTX_LIST,
             ts.CTX_STATS,

@@ -1,4 +1,6 @@
-"""JSON Schemas of the wire shapes, for the OpenAPI document the service derives from its table.
+"""JSON Schemas of the wire shapes, for the OpenAPI document the service derives from its
+table: the request bodies derived from their declaration in ``domain.shapes``, the answers
+written here from ``adapter.wire``.
 
 The routes parse bodies themselves (so errors have ContextQ's shape); these schemas
 only document them, which lets schemathesis fuzz the app from its own document.
@@ -9,85 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from adapter import wire
+from fake_contextq.domain import shapes
 
 Schema = dict[str, Any]
 
-STRING_LIST: Schema = {
-    "type": "array",
-    "maxItems": wire.MAX_TAGS,
-    "items": {"type": "string", "minLength": 1, "maxLength": wire.MAX_TAG_CHARS},
-}
-NULLABLE_SLUG: Schema = {
-    "anyOf": [
-        {"type": "string", "minLength": 1, "maxLength": wire.MAX_WORKSPACE_SLUG_CHARS},
-        {"type": "null"},
-    ]
-}
-
-
-def _context_fields(external_id_required: bool) -> Schema:
-    ext: Schema = {"type": "string", "minLength": 1, "maxLength": wire.MAX_EXTERNAL_ID_CHARS}
-    return {
-        "type": {"type": "string", "enum": list(wire.CONTEXT_TYPES)},
-        "title": {"type": "string", "minLength": 1, "maxLength": wire.MAX_TITLE_CHARS},
-        "content": {"type": "string"},
-        "tags": STRING_LIST,
-        "externalId": ext if external_id_required else {"anyOf": [ext, {"type": "null"}]},
-        "workspace": NULLABLE_SLUG,
-        "metadata": {"anyOf": [{"type": "object"}, {"type": "null"}]},
-    }
-
-
-CONTEXT_CREATE: Schema = {
-    "type": "object",
-    "required": list(wire.CONTEXT_REQUIRED_ON_CREATE),
-    "properties": _context_fields(False),
-}
-CONTEXT_UPDATE: Schema = {"type": "object", "properties": _context_fields(False)}
-BULK_UPSERT: Schema = {
-    "type": "object",
-    "required": ["contexts"],
-    "properties": {
-        "contexts": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": wire.BULK_MAX_ITEMS,
-            "items": {
-                "type": "object",
-                "required": [*wire.CONTEXT_REQUIRED_ON_CREATE, "externalId"],
-                "properties": _context_fields(True),
-            },
-        }
-    },
-}
-SEARCH: Schema = {
-    "type": "object",
-    "required": ["query"],
-    "properties": {
-        "query": {"type": "string", "minLength": 1, "maxLength": wire.MAX_QUERY_CHARS},
-        "type": {"type": "string", "enum": list(wire.SEARCH_TYPES)},
-        "workspace": NULLABLE_SLUG,
-        "tags": STRING_LIST,
-        "limit": {"type": "integer", "minimum": 1, "maximum": wire.SEARCH_MAX_LIMIT},
-    },
-}
-WORKSPACE_CREATE: Schema = {
-    "type": "object",
-    "required": ["slug"],
-    "properties": {
-        "slug": {
-            "type": "string",
-            "pattern": f"^{wire.WORKSPACE_SLUG_RE.pattern}$",
-            "maxLength": wire.MAX_WORKSPACE_SLUG_CHARS,
-        },
-        "name": {
-            "anyOf": [
-                {"type": "string", "minLength": 1, "maxLength": wire.MAX_WORKSPACE_NAME_CHARS},
-                {"type": "null"},
-            ]
-        },
-    },
-}
+# The request bodies, derived from their one declaration (``domain.shapes``).
+CONTEXT_CREATE: Schema = shapes.CONTEXT_CREATE.json_schema()
+CONTEXT_UPDATE: Schema = shapes.CONTEXT_UPDATE.json_schema()
+BULK_UPSERT: Schema = shapes.BULK_UPSERT.json_schema()
+SEARCH: Schema = shapes.SEARCH.json_schema()
+WORKSPACE_CREATE: Schema = shapes.WORKSPACE_CREATE.json_schema()
+#: The query parameters of ``GET /api/contexts``, as ``query_params`` takes them.
+LIST_QUERY_PARAMS: tuple[tuple[str, Schema], ...] = tuple(shapes.LIST_QUERY.properties().items())
 
 _TIMESTAMP: Schema = {"type": "string"}
 _SUMMARY_PROPS: Schema = {
@@ -222,67 +157,14 @@ def responses(
 
 # ----- Agent Memory Layer -----
 
-_ID: Schema = {"type": "integer", "minimum": 1}
-_NULLABLE_TEXT: Schema = {
-    "anyOf": [{"type": "string", "maxLength": wire.MAX_TEXT_CHARS}, {"type": "null"}]
-}
-SESSION_START: Schema = {
-    "type": "object",
-    "properties": {
-        "workspace": NULLABLE_SLUG,
-        "parent_session_id": _ID,
-        "metadata": {"anyOf": [{"type": "object"}, {"type": "null"}]},
-    },
-}
-SESSION_END: Schema = {
-    "type": "object",
-    "required": ["status"],
-    "properties": {
-        "status": {"type": "string", "enum": list(wire.SESSION_END_STATUSES)},
-        "summary": _NULLABLE_TEXT,
-    },
-}
-CHECKPOINT_BODY: Schema = {
-    "type": "object",
-    "required": ["seq", "state"],
-    "properties": {"seq": _ID, "state": {"type": "object"}, "summary": _NULLABLE_TEXT},
-}
-TASK_BODY: Schema = {
-    "type": "object",
-    "required": ["session_id", "key", "title"],
-    "properties": {
-        "session_id": _ID,
-        "key": {"type": "string", "minLength": 1, "maxLength": wire.MAX_TASK_KEY_CHARS},
-        "title": {"type": "string", "minLength": 1, "maxLength": wire.MAX_TITLE_CHARS},
-        "status": {"type": "string", "enum": list(wire.TASK_STATUSES)},
-        "parent_key": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "null"}]},
-        "evidence": _NULLABLE_TEXT,
-    },
-}
-TICK_BODY: Schema = {"type": "object", "properties": {"evidence": _NULLABLE_TEXT}}
-LESSON_BODY: Schema = {
-    "type": "object",
-    "required": ["text"],
-    "properties": {
-        "text": {"type": "string", "minLength": 1, "maxLength": wire.MAX_TEXT_CHARS},
-        "workspace": NULLABLE_SLUG,
-        "session_id": _ID,
-        "tags": STRING_LIST,
-    },
-}
-HANDOFF_BODY: Schema = {
-    "type": "object",
-    "properties": {"session_id": _ID, "workspace": NULLABLE_SLUG},
-}
-BOOT_BODY: Schema = {
-    "type": "object",
-    "required": ["goal"],
-    "properties": {
-        "goal": {"type": "string", "minLength": 1, "maxLength": wire.MAX_GOAL_CHARS},
-        "workspace": NULLABLE_SLUG,
-        "token_budget": {"type": "integer", "minimum": 1, "maximum": wire.MAX_TOKEN_BUDGET},
-    },
-}
+SESSION_START: Schema = shapes.SESSION_START.json_schema()
+SESSION_END: Schema = shapes.SESSION_END.json_schema()
+CHECKPOINT_BODY: Schema = shapes.CHECKPOINT.json_schema()
+TASK_BODY: Schema = shapes.TASK.json_schema()
+TICK_BODY: Schema = shapes.TICK.json_schema()
+LESSON_BODY: Schema = shapes.LESSON.json_schema()
+HANDOFF_BODY: Schema = shapes.HANDOFF.json_schema()
+BOOT_BODY: Schema = shapes.BOOT.json_schema()
 
 
 def _object(*required: str) -> Schema:

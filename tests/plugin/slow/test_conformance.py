@@ -143,12 +143,15 @@ def test_run_by_pytest_itself_an_unreachable_target_stops_at_once(tmp_path: Path
 
 
 BROKEN_SEARCH = '''
-from fake_contextq.domain import parse
+from fake_contextq.domain import shapes
 
 
 def pytest_configure(config):
     """A fake with one rule flipped: search accepts 'synthesis' as a type filter."""
-    parse.SEARCH_TYPES = (*parse.SEARCH_TYPES, "synthesis")
+    types = shapes.SEARCH.field("type")
+    shapes.SEARCH = shapes.SEARCH.with_fields(
+        shapes.Choice(name="type", options=(*types.options, "synthesis"))
+    )
 '''
 
 
