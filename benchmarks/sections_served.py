@@ -84,6 +84,13 @@ def _moto_s3(stack: contextlib.ExitStack) -> tuple[httpx2.Client, str] | None:
     return client, "/bench-bucket/notes/plan.md"
 
 
+#: A served GET may cost this much over the trivial app's (the ASGI adapter hands the request
+#: straight to the service); with 8 kept-alive clients the memory store serves at least this
+#: share of the trivial app's requests per second.
+SERVED_GET_RATIO = 1.5
+LOAD_SHARE = 0.6
+
+
 @section("served mode (fakes behind uvicorn on loopback vs a trivial ASGI app)")
 def bench_served(bench: Bench) -> None:
     """What a request costs a client in another process: each fake served as tests and the
@@ -175,7 +182,7 @@ def bench_served(bench: Bench) -> None:
                 f"{kind}: served GET by external id",
                 stats,
                 baseline="floor: served GET",
-                target=None if kind == "postgres" else Target(max_ratio=2.0),
+                target=None if kind == "postgres" else Target(max_ratio=SERVED_GET_RATIO),
             )
         if moto is not None:
             bench.add("moto_server: S3 GET object", get_stats[-1], baseline="floor: served GET")
@@ -229,10 +236,10 @@ def bench_served(bench: Bench) -> None:
                 f"{kind}: {clients_n} clients, GET by external id",
                 stats,
                 baseline=base,
-                # wall time per request <= 2x the floor's is throughput >= 0.5x the floor's
-                target=Target(max_ratio=2.0) if kind == "memory" else None,
+                # wall time per request <= 1/x the floor's is throughput >= x the floor's
+                target=Target(max_ratio=1 / LOAD_SHARE) if kind == "memory" else None,
                 note=f"{rps:,.0f} req/s, {rps / floor_rps:.2f}x the floor's"
-                + (" (target >= 0.5x)" if kind == "memory" else ""),
+                + (f" (target >= {LOAD_SHARE}x)" if kind == "memory" else ""),
             )
 
         def floor_cycle() -> object:
