@@ -90,8 +90,11 @@ def parse_context_body(raw: bytes | Mapping[str, Any], *, create: bool) -> r.Con
     return result
 
 
-def parse_bulk_body(raw: bytes | Mapping[str, Any]) -> list[r.ContextInput]:
-    """[assumed] ``{"contexts": [...]}``, 1..500 items, each a create body with ``externalId``."""
+def parse_bulk_body(
+    raw: bytes | Mapping[str, Any], *, external_id_required: bool = True
+) -> list[r.ContextInput]:
+    """[assumed] ``{"contexts": [...]}``, 1..500 items, each a create body with ``externalId``
+    (an import's may leave it out: ``external_id_required=False``)."""
     obj = _validate.body_json(raw)
     issues = _validate.Issues()
     reader = _validate.Reader(obj, issues)
@@ -115,7 +118,7 @@ def parse_bulk_body(raw: bytes | Mapping[str, Any]) -> list[r.ContextInput]:
                 parsed = _read_context_fields(
                     _validate.Reader(item, issues, ("contexts", i)),
                     create=True,
-                    require_external_id=True,
+                    require_external_id=external_id_required,
                 )
                 if parsed.external_id is not None:
                     if parsed.external_id in seen:
