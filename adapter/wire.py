@@ -305,7 +305,8 @@ IMPORT_MAX_ITEMS: Final = BULK_MAX_ITEMS  # [assumed] an import holds as many as
 # paragraphs (text between blank lines), packed in order while a chunk's own text stays
 # within CHUNK_MAX_CHARS; a longer paragraph is cut at its last whitespace within the limit
 # (at the limit when there is none); each chunk after the first also starts with up to
-# CHUNK_OVERLAP_CHARS of the one before, from a word start. Characters are code points.
+# CHUNK_OVERLAP_CHARS of the one before (from a word start, never that one's first word).
+# Characters are code points.
 CHUNK_MAX_CHARS: Final = 1_000
 CHUNK_OVERLAP_CHARS: Final = 100
 MOC_TYPES: Final = ("moc", "map")  # [seed] the map-of-content types; [assumed] ctx_mocs lists both

@@ -30,7 +30,7 @@ def chunk_content(
     """The chunks of ``content``: its paragraphs packed in order while a chunk's own text
     (from its first paragraph's start to its last one's end) stays within ``max_chars``;
     each chunk after the first starts up to ``overlap`` characters into the one before, at
-    a word's start. No text (or only whitespace): no chunks."""
+    a word's start after that one's own start. No text (or only whitespace): no chunks."""
     packed: list[tuple[int, int]] = []
     for start, end in _pieces(content, max_chars):
         if packed and end - packed[-1][0] <= max_chars:
@@ -41,7 +41,8 @@ def chunk_content(
     for index, (start, end) in enumerate(packed):
         begin = start
         if index and overlap > 0:
-            begin = _word_start(content, max(packed[index - 1][0], packed[index - 1][1] - overlap))
+            own_start, own_end = packed[index - 1]
+            begin = _word_start(content, max(own_start + 1, own_end - overlap))
             begin = min(begin, start)
         chunks.append(Chunk(index, begin, end, content[begin:end]))
     return chunks
