@@ -110,9 +110,11 @@ def test_chunks_refusals(
         error(writer.get(f"/api/contexts/{mine['id']}/chunks"), 403, _msgs.SCOPE_DENIED)
     with fake.client(fake.mint_key(tenant, [wire.READ])) as reader:
         ok(reader.get(f"/api/contexts/{mine['id']}/chunks"))
-    with SyncMcpClient(fake.mcp_server(fake.mint_key(other[0], wire.SCOPES))) as mcp:
-        with pytest.raises(McpToolError) as refused:
-            mcp.call("ctx_chunks", {"id": mine["id"]})
+    with (
+        SyncMcpClient(fake.mcp_server(fake.mint_key(other[0], wire.SCOPES))) as mcp,
+        pytest.raises(McpToolError) as refused,
+    ):
+        mcp.call("ctx_chunks", {"id": mine["id"]})
     assert wire.mcp_error_code(refused.value.text) == _msgs.NOT_FOUND
 
 

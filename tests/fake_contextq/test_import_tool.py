@@ -169,17 +169,19 @@ def test_50_concurrent_mcp_imports_land_exactly_what_the_plan_allows(
 ) -> None:
     _at_limit(fake, tenant, room=21)  # pairs: ten land, the eleventh would cross the limit
     server = fake.mcp_server(key)
+    codes: list[str | None] = []
 
     def call(n: int) -> bool:
         with SyncMcpClient(server) as mcp:
             try:
                 mcp.call("ctx_import", {"contexts": [{"content": f"a{n}"}, {"content": f"b{n}"}]})
             except McpToolError as refused:
-                assert wire.mcp_error_code(refused.text) == _msgs.QUOTA_EXCEEDED, refused.text
+                codes.append(wire.mcp_error_code(refused.text))
                 return False
         return True
 
     assert _concurrently(call) == 10
+    assert codes == [_msgs.QUOTA_EXCEEDED] * (CONCURRENT - 10)
     assert len(fake.contexts(tenant)) == 99
     fake.verify_audit_chain()
 
@@ -203,13 +205,17 @@ def test_ctx_import_fills_items_as_ctx_save_and_answers_as_rest(
 
 
 def test_ctx_import_refusals_are_tool_errors(fake: FakeContextQ, tenant: Tenant) -> None:
-    with SyncMcpClient(fake.mcp_server(fake.mint_key(tenant, [wire.READ]))) as reader:
-        with pytest.raises(McpToolError) as denied:
-            reader.call("ctx_import", {"contexts": [{"content": "x"}]})
+    with (
+        SyncMcpClient(fake.mcp_server(fake.mint_key(tenant, [wire.READ]))) as reader,
+        pytest.raises(McpToolError) as denied,
+    ):
+        reader.call("ctx_import", {"contexts": [{"content": "x"}]})
     assert wire.mcp_error_code(denied.value.text) == _msgs.SCOPE_DENIED
-    with SyncMcpClient(fake.mcp_server(fake.mint_key(tenant, wire.SCOPES))) as mcp:
-        with pytest.raises(McpToolError) as bad:
-            mcp.call("ctx_import", {"contexts": [{"content": "a\x00"}]})
+    with (
+        SyncMcpClient(fake.mcp_server(fake.mint_key(tenant, wire.SCOPES))) as mcp,
+        pytest.raises(McpToolError) as bad,
+    ):
+        mcp.call("ctx_import", {"contexts": [{"content": "a\x00"}]})
     assert wire.mcp_error_code(bad.value.text) == _msgs.VALIDATION_ERROR
     assert "contexts.0.content" in bad.value.text
     assert fake.contexts(tenant) == []

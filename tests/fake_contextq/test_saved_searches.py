@@ -262,7 +262,9 @@ def test_saved_search_tools_refuse_as_tool_errors(
                 reader.call(tool, args)
             assert wire.mcp_error_code(denied.value.text) == _msgs.SCOPE_DENIED
     other = fake.create_tenant("other")
-    with SyncMcpClient(fake.mcp_server(fake.mint_key(other, wire.SCOPES))) as stranger:
-        with pytest.raises(McpToolError) as hidden:
-            stranger.call("ctx_saved_searches_run", {"id": made["id"]})
+    with (
+        SyncMcpClient(fake.mcp_server(fake.mint_key(other, wire.SCOPES))) as stranger,
+        pytest.raises(McpToolError) as hidden,
+    ):
+        stranger.call("ctx_saved_searches_run", {"id": made["id"]})
     assert wire.mcp_error_code(hidden.value.text) == _msgs.NOT_FOUND
