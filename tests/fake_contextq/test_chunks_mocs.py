@@ -54,7 +54,7 @@ def test_every_chunk_is_a_slice_within_its_limits_and_all_text_is_covered(
 ) -> None:
     chunks = chunk_content(text, size, overlap)
     assert chunks == chunk_content(text, size, overlap)  # deterministic
-    covered = set()
+    covered: set[int] = set()
     for i, c in enumerate(chunks):
         assert c.index == i and c.text == text[c.start : c.end] and c.text.strip()
         if i:
@@ -123,17 +123,16 @@ def test_mocs_lists_only_map_of_content_contexts_paged_as_the_list(
     client: httpx2.Client, fake: FakeContextQ, tenant: Tenant, key: str
 ) -> None:
     fake.create_workspace(tenant, "docs")
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("moc", {}),
+        ("reference", {}),
+        ("map", {"workspace": "docs", "tags": ["x"]}),
+        ("synthesis", {}),
+        ("moc", {"tags": ["x"]}),
+    ]
     made = [
         ok(client.post("/api/contexts", json=context_body(type=t, title=f"{t}{i}", **extra)), 201)
-        for i, (t, extra) in enumerate(
-            [
-                ("moc", {}),
-                ("reference", {}),
-                ("map", {"workspace": "docs", "tags": ["x"]}),
-                ("synthesis", {}),
-                ("moc", {"tags": ["x"]}),
-            ]
-        )
+        for i, (t, extra) in enumerate(cases)
     ]
     mocs = [m["id"] for m in made if m["type"] in wire.MOC_TYPES]
     page = ok(client.get("/api/mocs"))
