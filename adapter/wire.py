@@ -128,6 +128,7 @@ class ErrorCode:
     UNSUPPORTED_MEDIA_TYPE: Final = "unsupported_media_type"
     INTERNAL_ERROR: Final = "internal_error"
     DATABASE_BUSY: Final = "database_busy"
+    SAVED_SEARCH_NAME_TAKEN: Final = "saved_search_name_taken"
 
 
 # [assumed] error code -> HTTP status. 413/415 are Fastify's own answers, assumed too.
@@ -149,6 +150,7 @@ ERROR_STATUS: Final[Mapping[str, int]] = {
     ErrorCode.INTERNAL_ERROR: 500,
     # [assumed] a lock of the database not free in time: retry later (a 5xx, so clients do)
     ErrorCode.DATABASE_BUSY: 503,
+    ErrorCode.SAVED_SEARCH_NAME_TAKEN: 409,  # a saved search's name is unique per tenant
 }
 
 # [assumed] an unknown route, and a known path with another method, answer 404 (Fastify does).
@@ -235,6 +237,31 @@ class Routes:
     ADD_LESSON: Final = Route("add_lesson", "POST", "/api/agent/lessons", WRITE, 201)
     HANDOFF: Final = Route("handoff", "POST", "/api/agent/handoff", WRITE, 201)
     BOOT: Final = Route("boot", "POST", "/api/agent/boot", READ)
+    # [assumed] the REST twins of the public page's ctx_import, ctx_chunks, ctx_mocs and
+    # saved-search tools (their names are public; no path is): an import has its own route,
+    # as its items need no externalId (a bulk upsert's are keyed by theirs)
+    IMPORT_CONTEXTS: Final = Route("import_contexts", "POST", "/api/contexts/import", WRITE)
+    CONTEXT_CHUNKS: Final = Route(
+        "context_chunks", "GET", "/api/contexts/{context_id}/chunks", READ
+    )
+    LIST_MOCS: Final = Route("list_mocs", "GET", "/api/mocs", READ)
+    LIST_SAVED_SEARCHES: Final = Route("list_saved_searches", "GET", "/api/saved-searches", READ)
+    CREATE_SAVED_SEARCH: Final = Route(
+        "create_saved_search", "POST", "/api/saved-searches", WRITE, 201
+    )
+    GET_SAVED_SEARCH: Final = Route(
+        "get_saved_search", "GET", "/api/saved-searches/{search_id}", READ
+    )
+    UPDATE_SAVED_SEARCH: Final = Route(
+        "update_saved_search", "PUT", "/api/saved-searches/{search_id}", WRITE
+    )
+    DELETE_SAVED_SEARCH: Final = Route(
+        "delete_saved_search", "DELETE", "/api/saved-searches/{search_id}", WRITE, 204
+    )
+    # running one reads, as POST /api/search does
+    RUN_SAVED_SEARCH: Final = Route(
+        "run_saved_search", "POST", "/api/saved-searches/{search_id}/run", READ
+    )
 
 
 ROUTES: Final[tuple[Route, ...]] = tuple(v for v in vars(Routes).values() if isinstance(v, Route))
@@ -273,6 +300,20 @@ SEARCH_RRF_K: Final = 60
 SEARCH_HYBRID_POOL: Final = 50
 SEARCH_SNIPPET_CHARS: Final = 160  # [assumed]
 BULK_MAX_ITEMS: Final = 500  # [assumed]
+IMPORT_MAX_ITEMS: Final = BULK_MAX_ITEMS  # [assumed] an import holds as many as a bulk upsert
+# [assumed] How a context's content is cut into chunks for embedding (GET .../chunks): its
+# paragraphs (text between blank lines), packed in order while a chunk's own text stays
+# within CHUNK_MAX_CHARS; a longer paragraph is cut at its last whitespace within the limit
+# (at the limit when there is none); each chunk after the first also starts with up to
+# CHUNK_OVERLAP_CHARS of the one before (from a word start, never that one's first word).
+# Characters are code points.
+CHUNK_MAX_CHARS: Final = 1_000
+CHUNK_OVERLAP_CHARS: Final = 100
+MOC_TYPES: Final = ("moc", "map")  # [seed] the map-of-content types; [assumed] ctx_mocs lists both
+MAX_SAVED_SEARCH_NAME_CHARS: Final = 200  # [assumed]
+# [assumed] A saved search's body: its name (unique per tenant) and the fields of a
+# POST /api/search body it runs with; the answer adds id, createdAt and updatedAt.
+SAVED_SEARCH_FIELDS: Final = ("name", "query", "type", "workspace", "tags", "limit")
 
 MAX_BODY_BYTES: Final = 8 * 1024 * 1024  # [assumed] whole request body, else 413
 MAX_JSON_DEPTH: Final = 256  # [assumed] arrays and objects nested deeper are a 400

@@ -26,6 +26,7 @@ PAYLOAD_TOO_LARGE = ErrorCode.PAYLOAD_TOO_LARGE
 UNSUPPORTED_MEDIA_TYPE = ErrorCode.UNSUPPORTED_MEDIA_TYPE
 INTERNAL_ERROR = ErrorCode.INTERNAL_ERROR
 DATABASE_BUSY = ErrorCode.DATABASE_BUSY
+SAVED_SEARCH_NAME_TAKEN = ErrorCode.SAVED_SEARCH_NAME_TAKEN
 INJECTED_FAULT = "injected_fault"  # the fake's own: an answer a test injected
 
 _KEY_SHAPE = f"{AUTH_SCHEME} {KEY_PREFIX}<40 hex>"
@@ -96,6 +97,7 @@ DASHBOARD_NO_REQUEST = "Request {number} is not in the journal (cleared, or not 
 CONTEXT_NOT_FOUND = "Context {id} not found."
 EXTERNAL_NOT_FOUND = "No context with externalId {external_id!r}."
 WORKSPACE_NOT_FOUND = "Workspace {slug!r} not found."
+SAVED_SEARCH_NOT_FOUND = "Saved search {id} not found."
 ROUTE_NOT_FOUND = "Route {method} {path} not found."
 TENANT_NOT_FOUND = "Tenant {id} not found."
 KEY_NOT_FOUND = "API key not found."
@@ -136,6 +138,7 @@ PLAN_ALIAS = (
 # 409
 EXTERNAL_ID_TAKEN_MSG = "externalId {external_id!r} is already used by context {id} in this tenant."
 WORKSPACE_TAKEN_MSG = "Workspace {slug!r} already exists."
+SAVED_SEARCH_NAME_TAKEN_MSG = "A saved search named {name!r} already exists (saved search {id})."
 WORKSPACE_NOT_EMPTY_MSG = "Workspace {slug!r} still holds {count} context(s); delete them first."
 
 # 402

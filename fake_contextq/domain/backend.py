@@ -21,8 +21,10 @@ from fake_contextq.domain import audit, auth, keys, parse, quota
 from fake_contextq.domain import records as r
 from fake_contextq.domain import search as ranking
 from fake_contextq.domain.agent import AgentLayer
+from fake_contextq.domain.chunking import chunk_content
 from fake_contextq.domain.errors import ApiError, not_found, unauthorized
 from fake_contextq.domain.handoff import Summariser
+from fake_contextq.domain.saved_searches import SavedSearches
 from fake_contextq.domain.search import query_terms, snippet
 from fake_contextq.domain.store import Store
 
@@ -53,6 +55,7 @@ class ContextQBackend:
         self.store: Store = store
         self.clock = clock or _utcnow
         self.agent = AgentLayer(self, embed, llm)
+        self.saved_searches = SavedSearches(self)
         self._verified = auth.VerifiedKeys()
         self._vectors = ranking.VectorCache()
 
@@ -192,8 +195,12 @@ class ContextQBackend:
             self.audit(p, audit.AuditAction.CONTEXT_CREATE, "context", str(context.id))
             return context
 
-    def list_contexts(self, p: r.Principal, params: Mapping[str, str]) -> r.Page:
+    def list_contexts(
+        self, p: r.Principal, params: Mapping[str, str], *, types: tuple[str, ...] = ()
+    ) -> r.Page:
         query = parse.parse_list_query(params)
+        if types:
+            query = replace(query, types=types)
         with self.store.transaction():
             workspace_id = None
             if query.workspace is not None:
@@ -239,9 +246,22 @@ class ContextQBackend:
 
     def bulk_upsert(self, p: r.Principal, body: Body) -> r.BulkResult:
         items = parse.parse_bulk_body(body)
+        return self._upsert_all(p, items, audit.AuditAction.CONTEXT_BULK_UPSERT)
+
+    def import_contexts(self, p: r.Principal, body: Body) -> r.BulkResult:
+        """[assumed] ``ctx_import``: a bulk upsert whose items need no ``externalId`` (one
+        without is always created); the same limits, quota and all-or-nothing answer."""
+        items = parse.parse_bulk_body(body, external_id_required=False)
+        return self._upsert_all(p, items, audit.AuditAction.CONTEXT_IMPORT)
+
+    def _upsert_all(self, p: r.Principal, items: list[r.ContextInput], action: str) -> r.BulkResult:
+        """Create or update every item in one transaction: all of them, or (over the quota,
+        which counts only the rows created) none; one audit row."""
         with self.store.transaction():
             existing = [
-                self.store.context_by_external(p.tenant_id, item.external_id or "")
+                None
+                if item.external_id is None
+                else self.store.context_by_external(p.tenant_id, item.external_id)
                 for item in items
             ]
             adding = sum(1 for old in existing if old is None)
@@ -253,8 +273,19 @@ class ContextQBackend:
                 )
                 self.store.put_context(context)
                 out.append(context)
-            self.audit(p, audit.AuditAction.CONTEXT_BULK_UPSERT, "context", None)
+            self.audit(p, action, "context", None)
             return r.BulkResult(created=adding, updated=len(items) - adding, items=out)
+
+    def context_chunks(self, p: r.Principal, raw_id: str | int) -> tuple[r.Context, list[r.Chunk]]:
+        """The chunks a context is embedded by (``chunking.chunk_content``)."""
+        context = self.get_context(p, raw_id)
+        return context, chunk_content(context.content)
+
+    def list_mocs(self, p: r.Principal, params: Mapping[str, str]) -> r.Page:
+        """[assumed] ``GET /api/mocs``: the list of contexts of the map-of-content types
+        (``wire.MOC_TYPES``), with the list's filters and paging (a ``type`` is ignored)."""
+        own = {name: value for name, value in params.items() if name != "type"}
+        return self.list_contexts(p, own, types=wire.MOC_TYPES)
 
     def search(self, p: r.Principal, body: Body) -> list[r.SearchHit]:
         query = parse.parse_search_body(body)

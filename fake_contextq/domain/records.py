@@ -111,6 +111,33 @@ class ListQuery:
     type: str | None = None
     limit: int = 50
     offset: int = 0
+    types: tuple[str, ...] = ()  # when given: only contexts of one of these types
+
+
+@dataclass(frozen=True, slots=True)
+class SavedSearch:
+    """A tenant's named ``POST /api/search`` body; ``None``: the field is not sent."""
+
+    id: int
+    tenant_id: int
+    name: str
+    query: str
+    type: str | None
+    workspace: str | None
+    tags: tuple[str, ...]
+    limit: int | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One chunk of a context's content: ``text`` is ``content[start:end]``."""
+
+    index: int
+    start: int
+    end: int
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +152,14 @@ class SearchQuery:
 @dataclass(frozen=True, slots=True)
 class Page:
     items: list[Context]
+    total: int
+    limit: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class SavedSearchPage:
+    items: list[SavedSearch]
     total: int
     limit: int
     offset: int

@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from adapter.wire import CONTEXT_WIRE_NAMES, WORKSPACE_WIRE_NAMES, timestamp, well_formed_json
+from adapter.wire import (
+    CHUNK_MAX_CHARS,
+    CHUNK_OVERLAP_CHARS,
+    CONTEXT_WIRE_NAMES,
+    WORKSPACE_WIRE_NAMES,
+    timestamp,
+    well_formed_json,
+)
 from fake_contextq.domain import records as r
 from fake_contextq.domain._fragments import Fragments, to_text
 
@@ -209,4 +216,44 @@ def boot_json(pack: r.BootPack) -> dict[str, Any]:
         "token_budget": pack.token_budget,
         "tokens_used": pack.tokens_used,
         "truncated": pack.truncated,
+    }
+
+
+# ----- the ctx_import, ctx_chunks and saved-search answers ([assumed]: camelCase, as a
+# context's) -----
+
+
+def saved_search_json(s: r.SavedSearch) -> dict[str, Any]:
+    return {
+        "id": s.id,
+        "name": s.name,
+        "query": s.query,
+        "type": s.type,
+        "workspace": s.workspace,
+        "tags": list(s.tags),
+        "limit": s.limit,
+        "createdAt": timestamp(s.created_at),
+        "updatedAt": timestamp(s.updated_at),
+    }
+
+
+def saved_searches_json(page: r.SavedSearchPage) -> dict[str, Any]:
+    return {
+        "items": [saved_search_json(s) for s in page.items],
+        "total": page.total,
+        "limit": page.limit,
+        "offset": page.offset,
+    }
+
+
+def chunks_json(found: tuple[r.Context, Sequence[r.Chunk]]) -> dict[str, Any]:
+    context, chunks = found
+    return {
+        "contextId": context.id,
+        "chunkSize": CHUNK_MAX_CHARS,
+        "overlap": CHUNK_OVERLAP_CHARS,
+        "total": len(chunks),
+        "chunks": [
+            {"index": c.index, "start": c.start, "end": c.end, "text": c.text} for c in chunks
+        ],
     }

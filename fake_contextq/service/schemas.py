@@ -189,3 +189,58 @@ BOOT: Schema = _object(
 )
 SESSION_ID_PARAM: Schema = path_param("session_id", {"type": "string", "pattern": "^[0-9]+$"})
 TASK_ID_PARAM: Schema = path_param("task_id", {"type": "string", "pattern": "^[0-9]+$"})
+
+
+# ----- import, chunks, saved searches ([assumed] all) -----
+
+IMPORT: Schema = shapes.IMPORT.json_schema()
+SAVED_SEARCH_CREATE: Schema = shapes.SAVED_SEARCH_CREATE.json_schema()
+SAVED_SEARCH_UPDATE: Schema = shapes.SAVED_SEARCH_UPDATE.json_schema()
+SAVED_SEARCH: Schema = {
+    "type": "object",
+    "required": [*wire.SAVED_SEARCH_FIELDS, "id", "createdAt", "updatedAt"],
+    "properties": {
+        "id": {"type": "integer"},
+        "name": {"type": "string"},
+        "query": {"type": "string"},
+        "type": {"type": ["string", "null"], "enum": [*wire.SEARCH_TYPES, None]},
+        "workspace": {"type": ["string", "null"]},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "limit": {"type": ["integer", "null"]},
+        "createdAt": _TIMESTAMP,
+        "updatedAt": _TIMESTAMP,
+    },
+}
+SAVED_SEARCHES: Schema = {
+    "type": "object",
+    "required": ["items", "total", "limit", "offset"],
+    "properties": {
+        "items": {"type": "array", "maxItems": wire.LIST_MAX_LIMIT, "items": SAVED_SEARCH},
+        "total": {"type": "integer", "minimum": 0},
+        "limit": {"type": "integer"},
+        "offset": {"type": "integer"},
+    },
+}
+CHUNKS: Schema = {
+    "type": "object",
+    "required": ["contextId", "chunkSize", "overlap", "total", "chunks"],
+    "properties": {
+        "contextId": {"type": "integer"},
+        "chunkSize": {"type": "integer"},
+        "overlap": {"type": "integer"},
+        "total": {"type": "integer", "minimum": 0},
+        "chunks": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["index", "start", "end", "text"],
+                "properties": {
+                    "index": {"type": "integer", "minimum": 0},
+                    "start": {"type": "integer", "minimum": 0},
+                    "end": {"type": "integer", "minimum": 0},
+                    "text": {"type": "string"},
+                },
+            },
+        },
+    },
+}

@@ -17,6 +17,7 @@ from fake_contextq.domain.records import (
     Handoff,
     Lesson,
     ListQuery,
+    SavedSearch,
     Tenant,
     Workspace,
 )
@@ -27,7 +28,7 @@ def list_page(
     contexts: Mapping[int, Context], query: ListQuery, workspace_id: int | None
 ) -> tuple[list[Context], int]:
     """One page of a tenant's contexts (``contexts`` in id order) and the matching total."""
-    if query.workspace is None and query.tag is None and query.type is None:
+    if query.workspace is None and query.tag is None and query.type is None and not query.types:
         total = len(contexts)
         if query.offset >= total:
             return [], total
@@ -39,6 +40,7 @@ def list_page(
         if (query.workspace is None or c.workspace_id == workspace_id)
         and (query.tag is None or query.tag in c.tags)
         and (query.type is None or c.type == query.type)
+        and (not query.types or c.type in query.types)
     ]
     return matches[query.offset : query.offset + query.limit], len(matches)
 
@@ -51,6 +53,7 @@ class _TenantRows:
         "index",
         "keys",
         "lessons",
+        "saved_searches",
         "sessions",
         "workspaces",
     )
@@ -64,6 +67,7 @@ class _TenantRows:
         self.sessions: dict[int, AgentSession] = {}
         self.lessons: dict[int, Lesson] = {}
         self.handoffs: list[Handoff] = []
+        self.saved_searches: dict[int, SavedSearch] = {}  # insertion order is id order
 
 
 class MemoryStore:
@@ -282,3 +286,24 @@ class MemoryStore:
             if workspace_id is None or handoff.workspace_id == workspace_id:
                 return handoff
         return None
+
+    # saved searches
+
+    def put_saved_search(self, saved: SavedSearch) -> None:
+        self._rows[saved.tenant_id].saved_searches[saved.id] = saved
+
+    def saved_search(self, tenant_id: int, search_id: int) -> SavedSearch | None:
+        return self._rows[tenant_id].saved_searches.get(search_id)
+
+    def saved_search_by_name(self, tenant_id: int, name: str) -> SavedSearch | None:
+        found = self._rows[tenant_id].saved_searches.values()
+        return next((s for s in found if s.name == name), None)
+
+    def saved_searches(
+        self, tenant_id: int, limit: int, offset: int
+    ) -> tuple[list[SavedSearch], int]:
+        rows = self._rows[tenant_id].saved_searches
+        return list(islice(rows.values(), offset, offset + limit)), len(rows)
+
+    def delete_saved_search(self, saved: SavedSearch) -> None:
+        del self._rows[saved.tenant_id].saved_searches[saved.id]

@@ -19,6 +19,7 @@ from fake_contextq.domain.records import (
     Context,
     Handoff,
     Lesson,
+    SavedSearch,
     Tenant,
     Workspace,
 )
@@ -100,3 +101,11 @@ CHECKPOINT = RowMap(Checkpoint)
 TASK = RowMap(AgentTask)
 LESSON = RowMap(Lesson)
 HANDOFF = RowMap(Handoff)
+SAVED_SEARCH = RowMap(SavedSearch)
+SAVED_SEARCH_PAGE = (
+    sa.select(s.saved_searches)
+    .where(s.saved_searches.c.tenant_id == sa.bindparam("tenant_id"))
+    .order_by(s.saved_searches.c.id)
+    .limit(sa.bindparam("limit"))
+    .offset(sa.bindparam("offset"))
+)

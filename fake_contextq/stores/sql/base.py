@@ -29,6 +29,7 @@ from fake_contextq.domain.records import (
     Handoff,
     Lesson,
     ListQuery,
+    SavedSearch,
     Tenant,
     Workspace,
 )
@@ -523,6 +524,32 @@ class SqlStore:
                 s.agent_handoffs, ("-id",), tenant_id=tenant_id, workspace_id=workspace_id
             )
         return None if row is None else q.HANDOFF.record(row)
+
+    # ----- saved searches -----
+
+    def put_saved_search(self, saved: SavedSearch) -> None:
+        self._put(s.saved_searches, q.SAVED_SEARCH.values(saved))
+
+    def saved_search(self, tenant_id: int, search_id: int) -> SavedSearch | None:
+        row = self._first(s.saved_searches, tenant_id=tenant_id, id=search_id)
+        return None if row is None else q.SAVED_SEARCH.record(row)
+
+    def saved_search_by_name(self, tenant_id: int, name: str) -> SavedSearch | None:
+        row = self._first(s.saved_searches, tenant_id=tenant_id, name=name)
+        return None if row is None else q.SAVED_SEARCH.record(row)
+
+    def saved_searches(
+        self, tenant_id: int, limit: int, offset: int
+    ) -> tuple[list[SavedSearch], int]:
+        total = self._count(s.saved_searches, tenant_id=tenant_id)
+        if offset >= total:
+            return [], total
+        params = {"tenant_id": tenant_id, "limit": limit, "offset": offset}
+        rows = self._all(q.SAVED_SEARCH_PAGE, params)
+        return [q.SAVED_SEARCH.record(row) for row in rows], total
+
+    def delete_saved_search(self, saved: SavedSearch) -> None:
+        self._delete(s.saved_searches, tenant_id=saved.tenant_id, id=saved.id)
 
     def __repr__(self) -> str:
         return f"SqlStore({redacted_url(self.url)!r})"
