@@ -28,6 +28,8 @@ def _calls(mcp: SyncMcpClient, fake: FakeContextQ, tenant: Tenant) -> dict[str, 
     session = mcp.call("agent_session_start", {"workspace": "w"})["id"]
     task = mcp.call("agent_task_upsert", {"session_id": session, "key": "k", "title": "t"})
     other = mcp.call("ctx_save", {"content": "to delete"})["id"]
+    kept = mcp.call("ctx_saved_searches_create", {"name": "kept", "query": "fact"})["id"]
+    gone = mcp.call("ctx_saved_searches_create", {"name": "gone", "query": "x"})["id"]
     return {
         "ctx_save": {"content": "another"},
         "ctx_list": {"tags": [], "limit": 5},
@@ -48,6 +50,16 @@ def _calls(mcp: SyncMcpClient, fake: FakeContextQ, tenant: Tenant) -> dict[str, 
         "agent_handoff": {"session_id": session},
         "agent_boot": {"goal": "resume", "workspace": "w"},
         "agent_session_end": {"session_id": session, "status": "completed"},
+        "ctx_import": {"contexts": [{"content": "imported"}, {"content": "too", "tags": ["t"]}]},
+        "ctx_chunks": {"id": saved["id"]},
+        "ctx_mocs": {"limit": 5},
+        "ctx_saved_searches_list": {},
+        "ctx_saved_searches_create": {"name": "another", "query": "q", "type": "lesson"},
+        "ctx_saved_searches_get": {"id": kept},
+        "ctx_saved_searches_update": {"id": kept, "limit": None},
+        "ctx_saved_searches_run": {"id": kept},
+        "ctx_run_saved_search": {"id": kept},
+        "ctx_saved_searches_delete": {"id": gone},
     }
 
 
