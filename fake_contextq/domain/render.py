@@ -210,3 +210,15 @@ def boot_json(pack: r.BootPack) -> dict[str, Any]:
         "tokens_used": pack.tokens_used,
         "truncated": pack.truncated,
     }
+
+
+def moc_regeneration_json(done: r.MocRegeneration) -> dict[str, Any]:
+    """[assumed] What a MOC regeneration did: the MOCs it created, updated and left as
+    they were (summaries, no content), and the ids of those it removed."""
+    return {
+        "workspace": done.workspace,
+        "created": [context_json(c, with_content=False) for c in done.created],
+        "updated": [context_json(c, with_content=False) for c in done.updated],
+        "unchanged": [context_json(c, with_content=False) for c in done.unchanged],
+        "removed": list(done.removed),
+    }

@@ -307,3 +307,44 @@ BOOT: Schema = _object(
 )
 SESSION_ID_PARAM: Schema = path_param("session_id", {"type": "string", "pattern": "^[0-9]+$"})
 TASK_ID_PARAM: Schema = path_param("task_id", {"type": "string", "pattern": "^[0-9]+$"})
+
+
+# ----- the LLM-written PKM operations (all [assumed]) -----
+
+DREAM_BODY: Schema = {
+    "type": "object",
+    "properties": {
+        "workspace": NULLABLE_SLUG,
+        "since": {
+            "anyOf": [
+                {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": wire.MAX_SINCE_CHARS,
+                },
+                {"type": "null"},
+            ]
+        },
+        "limit": {"type": "integer", "minimum": 1, "maximum": wire.DREAM_MAX_SOURCES},
+    },
+}
+EVOLVE_BODY: Schema = {
+    "type": "object",
+    "properties": {
+        "instruction": _NULLABLE_TEXT,
+        "limit": {"type": "integer", "minimum": 1, "maximum": wire.EVOLVE_MAX_SOURCES},
+    },
+}
+REGENERATE_MOCS_BODY: Schema = {"type": "object", "properties": {"workspace": NULLABLE_SLUG}}
+_SUMMARIES: Schema = {"type": "array", "items": CONTEXT_SUMMARY}
+MOC_REGENERATION: Schema = {
+    "type": "object",
+    "required": ["workspace", "created", "updated", "unchanged", "removed"],
+    "properties": {
+        "workspace": {"type": "string"},
+        "created": _SUMMARIES,
+        "updated": _SUMMARIES,
+        "unchanged": _SUMMARIES,
+        "removed": {"type": "array", "items": {"type": "integer"}},
+    },
+}

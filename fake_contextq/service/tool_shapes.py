@@ -96,13 +96,10 @@ CONTEXT_FIELDS: Final = {
 # none of them, and the docs (docs/how-to/mcp.md) list them as not faked.
 MCP_TOOLS_NOT_FAKED: Final = (
     "ctx_import",
-    "ctx_dream",
     "ctx_link",
     "ctx_links",
-    "ctx_evolve",
     "ctx_chunks",
     "ctx_mocs",
-    "ctx_regenerate_mocs",
     "ctx_saved_searches_*",
     "ctx_run_saved_search",
     "ctx_ingest",
