@@ -149,7 +149,7 @@ def test_a_dream_synthesises_the_newest_contexts_deterministically(
 def test_a_dream_with_nothing_to_read_is_a_400_and_writes_nothing(
     llm_env: tuple[FakeContextQ, Tenant, httpx2.Client], clock: Clock
 ) -> None:
-    fake, tenant, c = llm_env
+    fake, _tenant, c = llm_env
     body = error(dream(c, workspace="ws"), 400, "validation_error")
     assert issue_paths(body) == {"workspace"}
     note(c, "Only", ["x"])
@@ -245,7 +245,7 @@ def test_evolve_of_another_tenants_context_is_404(
 def test_mocs_are_regenerated_per_tag_and_replace_the_previous_ones(
     llm_env: tuple[FakeContextQ, Tenant, httpx2.Client], clock: Clock
 ) -> None:
-    fake, tenant, c = llm_env
+    fake, _tenant, c = llm_env
     a = note(c, "Beta", ["db", "ops"])
     b = note(c, "Alpha", ["db"])
     o = note(c, "Gamma", ["ops"])
@@ -424,7 +424,7 @@ def test_a_handoff_only_callable_still_writes_handoffs(
 def test_bad_input_is_a_400_naming_the_field_and_writes_nothing(
     llm_env: tuple[FakeContextQ, Tenant, httpx2.Client], call: str, body: dict[str, Any], field: str
 ) -> None:
-    fake, tenant, c = llm_env
+    fake, _tenant, c = llm_env
     one = note(c, "One", ["t"])
     note(c, "Two", ["t"])
     if call == "dream":
