@@ -246,9 +246,9 @@ def test_arguments_of_the_wrong_shape_are_the_protocols_invalid_params(
 
 def test_an_unknown_tool_is_the_protocols_error_naming_the_tools(mcp: SyncMcpClient) -> None:
     with pytest.raises(MCPError) as caught:
-        mcp.call_tool("ctx_dream", {})
+        mcp.call_tool("ctx_no_such_tool", {})  # ctx_dream was one, until it was faked
     assert caught.value.code == -32602
-    assert "'ctx_dream'" in caught.value.message
+    assert "'ctx_no_such_tool'" in caught.value.message
     assert "ctx_save" in caught.value.message
 
 
