@@ -262,6 +262,13 @@ class Routes:
     RUN_SAVED_SEARCH: Final = Route(
         "run_saved_search", "POST", "/api/saved-searches/{search_id}/run", READ
     )
+    # [assumed] the REST twins of ctx_dream, ctx_evolve and ctx_regenerate_mocs (the public
+    # page names the tools only); each needs the server's LLM, as the handoff does
+    DREAM: Final = Route("dream", "POST", "/api/dream", WRITE, 201)
+    EVOLVE_CONTEXT: Final = Route(
+        "evolve_context", "POST", "/api/contexts/{context_id}/evolve", WRITE
+    )
+    REGENERATE_MOCS: Final = Route("regenerate_mocs", "POST", "/api/mocs/regenerate", WRITE)
 
 
 ROUTES: Final[tuple[Route, ...]] = tuple(v for v in vars(Routes).values() if isinstance(v, Route))
@@ -482,6 +489,37 @@ DEFAULT_TOKEN_BUDGET: Final = 4_000  # [assumed]
 MAX_TOKEN_BUDGET: Final = 200_000  # [assumed]
 BOOT_LESSONS: Final = 5  # [assumed] lessons recalled into a Boot Pack
 BOOT_FACTS: Final = 5  # [assumed] search hits of the goal in a Boot Pack
+
+# --- The LLM-written PKM contexts (dream, evolve, maps of content) ----------------------------
+# [public] the tools ctx_dream, ctx_evolve, ctx_regenerate_mocs; [seed] the types synthesis,
+# map and moc. [assumed] everything below. Each needs a workspace where the handoff does
+# (dream and MOCs: 400 no_workspace, checked first) and the server's LLM (503
+# llm_unavailable, checked next); sources are then gathered, and none is a 400.
+PKM_DERIVED_TYPES: Final = ("synthesis", "map", "moc")  # never a dream's or a MOC's source
+DREAM_TYPE: Final = "synthesis"  # what a dream creates
+DREAM_TAG: Final = "dream"  # the one tag a dream's synthesis carries
+DREAM_DEFAULT_SOURCES: Final = 20  # the workspace's newest contexts a dream reads ...
+DREAM_MAX_SOURCES: Final = 100  # ... at most (``limit``)
+MAX_SINCE_CHARS: Final = 64  # ``since``: an ISO 8601 date-time (no zone: UTC)
+EVOLVE_DEFAULT_SOURCES: Final = 10  # newer related contexts an evolution reads ...
+EVOLVE_MAX_SOURCES: Final = 50  # ... at most (``limit``)
+MOC_TYPE: Final = "moc"  # what MOC regeneration writes, one per tag of the workspace ...
+MOC_MIN_CONTEXTS: Final = 2  # ... carried by at least this many of its contexts ...
+MOC_MAX_GROUPS: Final = 100  # ... the most carried tags first (then by tag) ...
+MOC_MAX_ENTRIES: Final = 200  # ... each listing at most this many, in title order
+# A generated MOC is the context whose externalId is ``moc:<workspace>:<tag>`` and whose
+# metadata marks it generated; regeneration updates it in place, removes it when its tag
+# no longer makes a group, and refuses (409) when a context not generated holds the id.
+MOC_EXTERNAL_ID_PREFIX: Final = "moc:"
+# What dream and MOC regeneration write in ``metadata`` (``{"by": "dream"|"moc",
+# "sources": [ids], ...}``), and an evolution adds (``{"sources": [ids], "instruction"}``).
+GENERATED_KEY: Final = "generated"
+EVOLVED_KEY: Final = "evolved"
+
+
+def moc_external_id(workspace: str, tag: str) -> str:
+    """[assumed] The externalId of a workspace's generated MOC of ``tag``."""
+    return f"{MOC_EXTERNAL_ID_PREFIX}{workspace}:{tag}"
 
 
 def canonical_json(value: Any) -> str:

@@ -8,14 +8,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from adapter import ContextQClient, wire
+from adapter import ContextQClient, _api, wire
 
 #: The key scopes the matrix is checked for, in column order.
 SCOPES: Final = ("none", *wire.SCOPES)
 
 #: Where the call of the matrix does not end in the route's success status: without any
 #: workspace, handoff's 400 no_workspace comes before any LLM is needed.
-OUTCOME: Final[dict[str, int]] = {wire.Routes.HANDOFF.name: 400}
+OUTCOME: Final[dict[str, int]] = {
+    wire.Routes.HANDOFF.name: 400,
+    # the same for a dream and a MOC regeneration (no workspace), and an evolution of a
+    # context that does not exist is a 404 before any LLM is needed
+    wire.Routes.DREAM.name: 400,
+    wire.Routes.REGENERATE_MOCS.name: 400,
+    wire.Routes.EVOLVE_CONTEXT.name: 404,
+}
+#: A context id no tenant holds (the largest a JavaScript client sends exactly).
+_MISSING_ID: Final = 2**53 - 1
 
 
 def _key(route: wire.Route) -> str:
@@ -55,6 +64,13 @@ _NOTE: Final[dict[str, Any]] = {
 }
 
 
+def _plain(route: wire.Route, body: dict[str, Any], **path: int) -> Call:
+    """A call of an endpoint the client has no method for (the PKM tools' REST twins,
+    [assumed]), through the client's own request plan: its errors, its retries."""
+    call = _api.Call(route.method, route.path(**path), lambda r: r.json(), json=body)
+    return lambda c, _: c._send(call)
+
+
 #: How each endpoint of the matrix is called.
 CALLS: Final[dict[str, Call]] = {
     _key(wire.Routes.LIST_CONTEXTS): lambda c, _: c.list_contexts(),
@@ -84,6 +100,11 @@ CALLS: Final[dict[str, Call]] = {
     _key(wire.Routes.LIST_TASKS): lambda c, f: c.list_tasks(f.session_id),
     _key(wire.Routes.ADD_LESSON): lambda c, _: c.add_lesson("Scopes are checked per endpoint."),
     _key(wire.Routes.HANDOFF): lambda c, _: c.handoff(),
+    _key(wire.Routes.DREAM): _plain(wire.Routes.DREAM, {}),
+    _key(wire.Routes.REGENERATE_MOCS): _plain(wire.Routes.REGENERATE_MOCS, {}),
+    _key(wire.Routes.EVOLVE_CONTEXT): _plain(
+        wire.Routes.EVOLVE_CONTEXT, {"instruction": "x"}, context_id=_MISSING_ID
+    ),
 }
 
 

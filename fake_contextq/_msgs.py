@@ -180,9 +180,34 @@ NO_WORKSPACE_MSG = (
     "A handoff needs a workspace: neither the body nor the session carries one (an unknown "
     "workspace slug is silently dropped when a session starts)."
 )
-LLM_UNAVAILABLE_MSG = "No LLM provider is configured on this server, so no handoff can be written."
-LLM_EMPTY_MSG = "The LLM provider returned no handoff text."
-LLM_FAILED_MSG = "The LLM provider failed ({error}); no handoff was written."
+NO_WORKSPACE_FOR = (
+    "{what} needs a workspace: the body names none, or one this tenant does not have "
+    "(create it first)."
+)
+NOT_A_DATETIME = "Must be an ISO 8601 date-time such as 2025-01-31T09:00:00Z, got {value!r}."
+NOTHING_TO_DREAM = (
+    "Workspace {slug!r} holds no context to synthesise{since} (syntheses and maps of content "
+    "are never a dream's source); nothing was written."
+)
+NOTHING_TO_DREAM_SINCE = " updated since {since}"
+NOTHING_TO_EVOLVE = (
+    "Context {id} has no newer related context (same workspace, a shared tag) to evolve "
+    "from: send an instruction."
+)
+MOC_ID_TAKEN = (
+    "externalId {external_id!r}, the map of content of tag {tag!r}, is held by context {id}, "
+    "which regeneration did not write; nothing was written."
+)
+LLM_UNAVAILABLE_FOR = "No LLM provider is configured on this server, so no {what} can be written."
+LLM_EMPTY_FOR = "The LLM provider returned no {what} text."
+LLM_FAILED_FOR = "The LLM provider failed ({error}); no {what} was written."
+LLM_UNUSABLE_FOR = (
+    "The LLM provider returned {what} text no context can hold ({size} bytes of UTF-8, or a "
+    "NUL character; at most {max} bytes); nothing was written."
+)
+LLM_UNAVAILABLE_MSG = LLM_UNAVAILABLE_FOR.format(what="handoff")
+LLM_EMPTY_MSG = LLM_EMPTY_FOR.format(what="handoff")
+LLM_FAILED_MSG = LLM_FAILED_FOR.replace("{what}", "handoff")
 
 # 503 database_busy: a database store's lock not free in time (the ``lock`` detail names it)
 DATABASE_BUSY_MSG = (

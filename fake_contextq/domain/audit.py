@@ -48,6 +48,9 @@ class AuditAction:
     WORKSPACE_CREATE: Final = "workspace.create"
     WORKSPACE_ARCHIVE: Final = "workspace.archive"
     WORKSPACE_DELETE: Final = "workspace.delete"
+    CONTEXT_DREAM: Final = "context.dream"
+    CONTEXT_EVOLVE: Final = "context.evolve"
+    MOC_REGENERATE: Final = "moc.regenerate"
 
 
 class AgentAction:

@@ -24,6 +24,8 @@ from fake_contextq.domain.agent import AgentLayer
 from fake_contextq.domain.chunking import chunk_content
 from fake_contextq.domain.errors import ApiError, not_found, unauthorized
 from fake_contextq.domain.handoff import Summariser
+from fake_contextq.domain.llm import Llm, ServerLlm
+from fake_contextq.domain.pkm import PkmLayer
 from fake_contextq.domain.saved_searches import SavedSearches
 from fake_contextq.domain.search import query_terms, snippet
 from fake_contextq.domain.store import Store
@@ -50,12 +52,16 @@ class ContextQBackend:
         clock: Callable[[], datetime] | None = None,
         *,
         embed: Callable[[str], tuple[float, ...]] | None = None,
-        llm: Summariser | None = None,
+        llm: ServerLlm | Llm | Summariser | None = None,
     ) -> None:
         self.store: Store = store
         self.clock = clock or _utcnow
+        if llm is not None and not isinstance(llm, ServerLlm):
+            llm = ServerLlm(llm)
+        self.llm: ServerLlm | None = llm  # the server's LLM provider, None when it has none
         self.agent = AgentLayer(self, embed, llm)
         self.saved_searches = SavedSearches(self)
+        self.pkm = PkmLayer(self, llm)
         self._verified = auth.VerifiedKeys()
         self._vectors = ranking.VectorCache()
 

@@ -180,6 +180,17 @@ class BulkResult:
 
 
 @dataclass(frozen=True, slots=True)
+class MocRegeneration:
+    """What one MOC regeneration did to a workspace's generated MOCs."""
+
+    workspace: str
+    created: list[Context]
+    updated: list[Context]
+    unchanged: list[Context]
+    removed: list[int]
+
+
+@dataclass(frozen=True, slots=True)
 class AgentSession:
     id: int
     tenant_id: int

@@ -257,3 +257,15 @@ def chunks_json(found: tuple[r.Context, Sequence[r.Chunk]]) -> dict[str, Any]:
             {"index": c.index, "start": c.start, "end": c.end, "text": c.text} for c in chunks
         ],
     }
+
+
+def moc_regeneration_json(done: r.MocRegeneration) -> dict[str, Any]:
+    """[assumed] What a MOC regeneration did: the MOCs it created, updated and left as
+    they were (summaries, no content), and the ids of those it removed."""
+    return {
+        "workspace": done.workspace,
+        "created": [context_json(c, with_content=False) for c in done.created],
+        "updated": [context_json(c, with_content=False) for c in done.updated],
+        "unchanged": [context_json(c, with_content=False) for c in done.unchanged],
+        "removed": list(done.removed),
+    }

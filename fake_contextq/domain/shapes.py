@@ -36,10 +36,13 @@ __all__ = [
     "CHECKPOINT",
     "CONTEXT_CREATE",
     "CONTEXT_UPDATE",
+    "DREAM",
+    "EVOLVE",
     "HANDOFF",
     "IMPORT",
     "LESSON",
     "LIST_QUERY",
+    "REGENERATE_MOCS",
     "SAVED_SEARCH_CREATE",
     "SAVED_SEARCH_UPDATE",
     "SEARCH",
@@ -539,3 +542,25 @@ BOOT = Shape(
         or_else=wire.DEFAULT_TOKEN_BUDGET,
     ),
 )
+
+# ----- the LLM-written PKM operations: every field and limit [assumed]; no body is {} -----
+
+DREAM = Shape(
+    WORKSPACE,
+    Text(name="since", nullable=True, min_len=1, max_len=wire.MAX_SINCE_CHARS),
+    Integer(
+        name="limit", minimum=1, maximum=wire.DREAM_MAX_SOURCES, or_else=wire.DREAM_DEFAULT_SOURCES
+    ),
+    optional_body=True,
+)
+EVOLVE = Shape(
+    replace(TEXT, name="instruction"),
+    Integer(
+        name="limit",
+        minimum=1,
+        maximum=wire.EVOLVE_MAX_SOURCES,
+        or_else=wire.EVOLVE_DEFAULT_SOURCES,
+    ),
+    optional_body=True,
+)
+REGENERATE_MOCS = Shape(WORKSPACE, optional_body=True)

@@ -226,6 +226,11 @@ async def _update(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
     return await _json(rest, tool.route, path={"context_id": args["id"]}, body=body)
 
 
+async def _evolve(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
+    body = _fields(args, ("instruction", "limit"))
+    return await _json(rest, tool.route, path={"context_id": args["id"]}, body=body)
+
+
 async def _delete(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
     await _json(rest, tool.route, want=None, path={"context_id": args["id"]})
     return {"deleted": True, "id": args["id"]}  # [assumed] REST answers 204, no body
@@ -341,6 +346,7 @@ CALLS: Mapping[str, Call] = {
     "ctx_saved_searches_delete": _SAVED_SEARCH,
     "ctx_saved_searches_run": _SAVED_SEARCH,
     "ctx_run_saved_search": _SAVED_SEARCH,
+    "ctx_evolve": _evolve,
 }
 
 

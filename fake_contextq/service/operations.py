@@ -17,6 +17,7 @@ from adapter import wire
 from fake_contextq.domain import records as r
 from fake_contextq.domain import render
 from fake_contextq.domain.backend import ContextQBackend
+from fake_contextq.service import llm_tool_shapes as lts
 from fake_contextq.service import schemas as oa
 from fake_contextq.service import tool_shapes as ts
 
@@ -409,6 +410,37 @@ OPERATIONS: tuple[Operation, ...] = (
         (400, 403),
         body_schema=oa.BOOT_BODY,
         mcp=(ts.AGENT_BOOT,),
+    ),
+    # ----- PKM, written by the server's LLM -----
+    Operation(
+        W.DREAM,
+        "pkm",
+        lambda b, p, i: b.pkm.dream(p, i.body),
+        render.context_body,
+        oa.CONTEXT,
+        (400, 402, 403, 503),
+        body_schema=oa.DREAM_BODY,
+        mcp=(lts.CTX_DREAM,),
+    ),
+    Operation(
+        W.EVOLVE_CONTEXT,
+        "pkm",
+        lambda b, p, i: b.pkm.evolve(p, i.path["context_id"], i.body),
+        render.context_body,
+        oa.CONTEXT,
+        (400, 403, 404, 503),
+        body_schema=oa.EVOLVE_BODY,
+        mcp=(lts.CTX_EVOLVE,),
+    ),
+    Operation(
+        W.REGENERATE_MOCS,
+        "pkm",
+        lambda b, p, i: b.pkm.regenerate_mocs(p, i.body),
+        render.moc_regeneration_json,
+        oa.MOC_REGENERATION,
+        (400, 402, 403, 409, 503),
+        body_schema=oa.REGENERATE_MOCS_BODY,
+        mcp=(lts.CTX_REGENERATE_MOCS,),
     ),
 )
 

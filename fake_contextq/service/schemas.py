@@ -244,3 +244,21 @@ CHUNKS: Schema = {
         },
     },
 }
+
+# ----- the LLM-written PKM operations (all [assumed]) -----
+
+DREAM_BODY: Schema = shapes.DREAM.json_schema()
+EVOLVE_BODY: Schema = shapes.EVOLVE.json_schema()
+REGENERATE_MOCS_BODY: Schema = shapes.REGENERATE_MOCS.json_schema()
+_SUMMARIES: Schema = {"type": "array", "items": CONTEXT_SUMMARY}
+MOC_REGENERATION: Schema = {
+    "type": "object",
+    "required": ["workspace", "created", "updated", "unchanged", "removed"],
+    "properties": {
+        "workspace": {"type": "string"},
+        "created": _SUMMARIES,
+        "updated": _SUMMARIES,
+        "unchanged": _SUMMARIES,
+        "removed": {"type": "array", "items": {"type": "integer"}},
+    },
+}

@@ -111,11 +111,8 @@ CONTEXT_FIELDS: Final = {
 # [public] tools the real server has that this project does not model: a fake advertises
 # none of them, and the docs (docs/how-to/mcp.md) list them as not faked.
 MCP_TOOLS_NOT_FAKED: Final = (
-    "ctx_dream",
     "ctx_link",
     "ctx_links",
-    "ctx_evolve",
-    "ctx_regenerate_mocs",
     "ctx_ingest",
     "ctx_ingest_status",
     "ctx_event*",

@@ -60,6 +60,9 @@ def _calls(mcp: SyncMcpClient, fake: FakeContextQ, tenant: Tenant) -> dict[str, 
         "ctx_saved_searches_run": {"id": kept},
         "ctx_run_saved_search": {"id": kept},
         "ctx_saved_searches_delete": {"id": gone},
+        "ctx_dream": {"workspace": "w"},
+        "ctx_evolve": {"id": saved["id"], "instruction": "tighten it"},
+        "ctx_regenerate_mocs": {"workspace": "w"},
     }
 
 
@@ -137,8 +140,11 @@ def test_a_client_in_auto_mode_settles_on_the_newest_the_server_speaks(
 ) -> None:
     with fake.serve() as served, SyncMcpClient(served.mcp_url, api_key=key) as mcp:
         assert mcp.protocol_version == LATEST_PROTOCOL_VERSION
-        result = mcp.call_tool("ctx_dream", {})
-    assert result.is_error and result_text(result) == "MCP error -32602: Tool ctx_dream not found"
+        result = mcp.call_tool("ctx_no_such_tool", {})
+    assert (
+        result.is_error
+        and result_text(result) == "MCP error -32602: Tool ctx_no_such_tool not found"
+    )
 
 
 def test_a_newer_version_set_serves_the_newer_era(fake: FakeContextQ, key: str) -> None:
