@@ -120,6 +120,13 @@ CASES = [("contextq", mode) for mode in HTTP_MODES] + [
 ]
 
 
+def _set_up(memory: RemoteAgentMemory) -> bool:
+    """The first record, on the healthy server: a set-up, not the contract, so a first
+    connection slower than the test's one-second deadline (a loaded machine) is tried again."""
+    record = RunRecord("r0", task="t", status="running")
+    return any(memory.begin_run(record) is not None for _ in range(5))
+
+
 @pytest.mark.parametrize(("backend", "mode"), CASES)
 def test_no_method_raises_or_overruns_and_the_next_write_is_stored(
     stack: Stack, backend: str, mode: str
@@ -127,7 +134,7 @@ def test_no_method_raises_or_overruns_and_the_next_write_is_stored(
     if mode in TEXT_MODES:  # a server that sends no structuredContent declares no output
         stack.server.mode = "text-only"  # schemas from its first listing on, as TS ones do
     memory = stack.memory(backend)
-    assert memory.begin_run(RunRecord("r0", task="t", status="running")) is not None
+    assert _set_up(memory), "the healthy server never took the first run record"
     stack.server.mode = mode
     seen = _every_method(memory)
     assert set(seen) == set(CALLS), f"still running past the deadline: {set(CALLS) - set(seen)}"
