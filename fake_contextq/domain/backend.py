@@ -23,6 +23,8 @@ from fake_contextq.domain import search as ranking
 from fake_contextq.domain.agent import AgentLayer
 from fake_contextq.domain.errors import ApiError, not_found, unauthorized
 from fake_contextq.domain.handoff import Summariser
+from fake_contextq.domain.ingest import IngestLayer
+from fake_contextq.domain.links import LinkLayer
 from fake_contextq.domain.search import query_terms, snippet
 from fake_contextq.domain.store import Store
 
@@ -53,6 +55,8 @@ class ContextQBackend:
         self.store: Store = store
         self.clock = clock or _utcnow
         self.agent = AgentLayer(self, embed, llm)
+        self.links = LinkLayer(self)
+        self.ingest = IngestLayer(self)
         self._verified = auth.VerifiedKeys()
         self._vectors = ranking.VectorCache()
 
@@ -255,6 +259,20 @@ class ContextQBackend:
                 out.append(context)
             self.audit(p, audit.AuditAction.CONTEXT_BULK_UPSERT, "context", None)
             return r.BulkResult(created=adding, updated=len(items) - adding, items=out)
+
+    def add_contexts(self, p: r.Principal, items: list[r.ContextInput]) -> list[r.Context]:
+        """New contexts from valid create items, inside the caller's transaction: the
+        quota is checked before any is written (a 402 writes none). No audit row: the
+        caller writes its own."""
+        self._ensure_room(p, len(items))
+        made = [self._new_context(p.tenant_id, item) for item in items]
+        for context in made:
+            self.store.put_context(context)
+        return made
+
+    def context_in(self, tenant_id: int, context_id: int) -> r.Context:
+        """The tenant's context of that id, inside the caller's transaction, or a 404."""
+        return self._context(tenant_id, context_id)
 
     def search(self, p: r.Principal, body: Body) -> list[r.SearchHit]:
         query = parse.parse_search_body(body)

@@ -292,6 +292,19 @@ async def _stats(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
     return {"total": total, "byType": by_type}  # [assumed] the shape of ctx_stats
 
 
+async def _link(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
+    body = _fields(args, ("targetId", "relation"))
+    return await _json(rest, tool.route, path={"context_id": args["id"]}, body=body)
+
+
+async def _links(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
+    return await _json(rest, tool.route, path={"context_id": args["id"]})
+
+
+async def _ingest_status(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
+    return await _json(rest, tool.route, path={"job_id": args["jobId"]})
+
+
 Call = Callable[[Rest, McpTool, Mapping[str, Any]], Awaitable[Any]]
 
 CALLS: Mapping[str, Call] = {
@@ -301,6 +314,9 @@ CALLS: Mapping[str, Call] = {
     "ctx_delete": _delete,
     "ctx_list": _list,
     "ctx_stats": _stats,
+    "ctx_link": _link,
+    "ctx_links": _links,
+    "ctx_ingest_status": _ingest_status,
 }
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from adapter import wire
+from fake_contextq.service import schemas as oa
 
 __all__ = [
     "MCP_SAVE_DEFAULT_TYPE",
@@ -97,16 +98,12 @@ CONTEXT_FIELDS: Final = {
 MCP_TOOLS_NOT_FAKED: Final = (
     "ctx_import",
     "ctx_dream",
-    "ctx_link",
-    "ctx_links",
     "ctx_evolve",
     "ctx_chunks",
     "ctx_mocs",
     "ctx_regenerate_mocs",
     "ctx_saved_searches_*",
     "ctx_run_saved_search",
-    "ctx_ingest",
-    "ctx_ingest_status",
     "ctx_event*",
 )
 
@@ -330,3 +327,65 @@ AGENT_BOOT: Final = Exposure(
     ),
     "seed",
 )
+
+
+# ----- links and ingest: [assumed] every parameter (the public page names the tools only) -----
+
+CTX_LINK: Final = Exposure(
+    "ctx_link",
+    "Link a context to another of yours with a relation (default 'related'); "
+    "a link is directed, from id to targetId.",
+    schema(
+        {
+            "id": ID,
+            "targetId": ID,
+            "relation": {
+                "type": "string",
+                "description": "lowercase letters, digits, '_' and '-', e.g. supports, part_of",
+                "maxLength": wire.LINK_RELATION_MAX_CHARS,
+                "default": wire.LINK_DEFAULT_RELATION,
+            },
+        },
+        ["id", "targetId"],
+    ),
+    "assumed",
+)
+#: What ``ctx_link`` answers (``structuredContent``): the new link.
+CTX_LINK_OUTPUT: Final = oa.LINK
+
+CTX_LINKS: Final = Exposure(
+    "ctx_links",
+    "The links of a context, both directions: outgoing (it links to) and incoming "
+    "(linked to it), each with the other context's summary.",
+    schema({"id": ID}, ["id"]),
+    "assumed",
+)
+#: What ``ctx_links`` answers: the context's summary, its outgoing and incoming links.
+CTX_LINKS_OUTPUT: Final = oa.LINKS
+
+CTX_INGEST: Final = Exposure(
+    "ctx_ingest",
+    "Ingest markdown text (or a data: URL of text/plain or text/markdown) as contexts, one "
+    "per top-level heading, as a job: poll ctx_ingest_status with its id.",
+    schema(
+        {
+            "text": {"type": "string", "description": "markdown, split at each '# ' heading"},
+            "url": {"type": "string", "description": "a data: URL (this fake fetches no http)"},
+            "title": {"type": "string", "description": "the title of text before a heading"},
+            "type": {"type": "string", "enum": list(wire.CONTEXT_TYPES)},
+            "tags": TAGS,
+            "workspace": WORKSPACE,
+        }
+    ),
+    "assumed",
+)
+#: What ``ctx_ingest`` and ``ctx_ingest_status`` answer: the job.
+CTX_INGEST_OUTPUT: Final = oa.INGEST_JOB
+
+CTX_INGEST_STATUS: Final = Exposure(
+    "ctx_ingest_status",
+    "The state of an ingest job (queued, running, done or failed) and the contexts it made.",
+    schema({"jobId": ID}, ["jobId"]),
+    "assumed",
+)
+CTX_INGEST_STATUS_OUTPUT: Final = oa.INGEST_JOB
