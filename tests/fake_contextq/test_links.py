@@ -272,7 +272,7 @@ def test_link_refusals_are_tool_errors_with_rests_body(
 ) -> None:
     a, b = pair
     mcp.call("ctx_link", {"id": a, "targetId": b})
-    cases = [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"id": a, "targetId": b}, _msgs.LINK_EXISTS),
         ({"id": a, "targetId": 999_999}, _msgs.NOT_FOUND),
         ({"id": a, "targetId": a}, _msgs.VALIDATION_ERROR),
