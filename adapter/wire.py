@@ -129,6 +129,7 @@ class ErrorCode:
     INTERNAL_ERROR: Final = "internal_error"
     DATABASE_BUSY: Final = "database_busy"
     SAVED_SEARCH_NAME_TAKEN: Final = "saved_search_name_taken"
+    LINK_EXISTS: Final = "link_exists"
 
 
 # [assumed] error code -> HTTP status. 413/415 are Fastify's own answers, assumed too.
@@ -151,6 +152,7 @@ ERROR_STATUS: Final[Mapping[str, int]] = {
     # [assumed] a lock of the database not free in time: retry later (a 5xx, so clients do)
     ErrorCode.DATABASE_BUSY: 503,
     ErrorCode.SAVED_SEARCH_NAME_TAKEN: 409,  # a saved search's name is unique per tenant
+    ErrorCode.LINK_EXISTS: 409,  # [assumed] the same link (both ends, one relation) again
 }
 
 # [assumed] an unknown route, and a known path with another method, answer 404 (Fastify does).
@@ -269,6 +271,14 @@ class Routes:
         "evolve_context", "POST", "/api/contexts/{context_id}/evolve", WRITE
     )
     REGENERATE_MOCS: Final = Route("regenerate_mocs", "POST", "/api/mocs/regenerate", WRITE)
+    # [assumed] links between contexts (ctx_link, ctx_links): paths, bodies and statuses
+    CREATE_LINK: Final = Route(
+        "create_link", "POST", "/api/contexts/{context_id}/links", WRITE, 201
+    )
+    LIST_LINKS: Final = Route("list_links", "GET", "/api/contexts/{context_id}/links", READ)
+    # [assumed] ingest as a job (ctx_ingest, ctx_ingest_status): 202, then polled
+    INGEST: Final = Route("ingest", "POST", "/api/ingest", WRITE, 202)
+    INGEST_STATUS: Final = Route("ingest_status", "GET", "/api/ingest/jobs/{job_id}", READ)
 
 
 ROUTES: Final[tuple[Route, ...]] = tuple(v for v in vars(Routes).values() if isinstance(v, Route))
@@ -520,6 +530,28 @@ EVOLVED_KEY: Final = "evolved"
 def moc_external_id(workspace: str, tag: str) -> str:
     """[assumed] The externalId of a workspace's generated MOC of ``tag``."""
     return f"{MOC_EXTERNAL_ID_PREFIX}{workspace}:{tag}"
+
+
+# --- Links and ingest (PKM and ingest tools) ---------------------------------------------
+# Bodies are camelCase, as the contexts' are.
+
+#: [assumed] A link's relation: free text of lowercase letters, digits, '_' and '-',
+#: starting with a letter, at most LINK_RELATION_MAX_CHARS; "related" when none is given.
+LINK_RELATION_RE: Final = re.compile(r"[a-z][a-z0-9_-]*")
+LINK_RELATION_MAX_CHARS: Final = 64
+LINK_DEFAULT_RELATION: Final = "related"
+#: [assumed] The states of an ingest job, in order; "failed" ends it instead of "done".
+INGEST_QUEUED: Final = "queued"
+INGEST_RUNNING: Final = "running"
+INGEST_DONE: Final = "done"
+INGEST_FAILED: Final = "failed"
+INGEST_STATUSES: Final = (INGEST_QUEUED, INGEST_RUNNING, INGEST_DONE, INGEST_FAILED)
+#: [assumed] The media types a ``data:`` URL may carry (RFC 2397; none named is text/plain).
+INGEST_MEDIA_TYPES: Final = ("text/plain", "text/markdown")
+INGEST_MAX_TEXT_BYTES: Final = MAX_CONTENT_BYTES  # [assumed] the text (decoded), UTF-8
+INGEST_MAX_URL_CHARS: Final = 2 * 1024 * 1024  # [assumed] a data: URL, base64 included
+INGEST_MAX_PARTS: Final = 100  # [assumed] contexts one ingest may make
+INGEST_DEFAULT_TYPE: Final = "reference"  # [assumed] the type of what an ingest makes
 
 
 def canonical_json(value: Any) -> str:

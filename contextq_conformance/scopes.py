@@ -53,6 +53,8 @@ class Fixtures:
     workspace: str
     session_id: int
     task_id: int
+    other_context_id: int
+    ingest_job_id: int
 
 
 Call = Callable[[ContextQClient, Fixtures], Any]
@@ -69,6 +71,16 @@ def _plain(route: wire.Route, body: dict[str, Any], **path: int) -> Call:
     [assumed]), through the client's own request plan: its errors, its retries."""
     call = _api.Call(route.method, route.path(**path), lambda r: r.json(), json=body)
     return lambda c, _: c._send(call)
+
+
+def _call_plain(
+    client: ContextQClient, route: wire.Route, json: Any = None, **path: str | int
+) -> Any:
+    """[assumed] routes the client has no method for (links, ingest jobs), called through
+    the client's own request plan, so a refusal is the same typed error (a 403 names its
+    ``required`` scope) as any method's."""
+    call = _api.Call(route.method, route.path(**path), lambda r: _api.loads(r.content), json=json)
+    return client._send(call)
 
 
 #: How each endpoint of the matrix is called.
@@ -105,15 +117,32 @@ CALLS: Final[dict[str, Call]] = {
     _key(wire.Routes.EVOLVE_CONTEXT): _plain(
         wire.Routes.EVOLVE_CONTEXT, {"instruction": "x"}, context_id=_MISSING_ID
     ),
+    _key(wire.Routes.CREATE_LINK): lambda c, f: _call_plain(
+        c, wire.Routes.CREATE_LINK, {"targetId": f.other_context_id}, context_id=f.context_id
+    ),
+    _key(wire.Routes.LIST_LINKS): lambda c, f: _call_plain(
+        c, wire.Routes.LIST_LINKS, context_id=f.context_id
+    ),
+    _key(wire.Routes.INGEST): lambda c, _: _call_plain(
+        c, wire.Routes.INGEST, {"text": "# Scope check\nMade for the matrix."}
+    ),
+    _key(wire.Routes.INGEST_STATUS): lambda c, f: _call_plain(
+        c, wire.Routes.INGEST_STATUS, job_id=f.ingest_job_id
+    ),
 }
 
 
 def make_fixtures(admin: ContextQClient, n: int) -> Fixtures:
-    """A context (in no workspace), an empty workspace, a session and a task of it."""
+    """A context (in no workspace) and another to link it to, an empty workspace, a session
+    and a task of it, an ingest job."""
     external_id = f"scope-matrix-{n}"
     context = admin.create_context(**_NOTE, external_id=external_id)
     workspace = f"scope-ws-{n}"
     admin.create_workspace(workspace)
     session = admin.start_session()
     task = admin.upsert_task(session.id, "task", "A task")
-    return Fixtures(context.id, external_id, workspace, session.id, task.id)
+    other = admin.create_context(**_NOTE)
+    job = _call_plain(admin, wire.Routes.INGEST, {"text": "Made for the matrix."})
+    return Fixtures(
+        context.id, external_id, workspace, session.id, task.id, other.id, int(job["id"])
+    )

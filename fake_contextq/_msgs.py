@@ -28,6 +28,8 @@ INTERNAL_ERROR = ErrorCode.INTERNAL_ERROR
 DATABASE_BUSY = ErrorCode.DATABASE_BUSY
 SAVED_SEARCH_NAME_TAKEN = ErrorCode.SAVED_SEARCH_NAME_TAKEN
 INJECTED_FAULT = "injected_fault"  # the fake's own: an answer a test injected
+LINK_EXISTS = ErrorCode.LINK_EXISTS
+NOT_FAKED = "not_faked"  # the fake's own: what ContextQ would do and this fake does not (501)
 
 _KEY_SHAPE = f"{AUTH_SCHEME} {KEY_PREFIX}<40 hex>"
 
@@ -286,3 +288,38 @@ MCP_NO_KEY_ENV = (
     "fake-contextq mcp: set CONTEXT_API_KEY to a ContextQ API key (and CONTEXT_API_URL to its "
     "base URL; default {url})"
 )
+
+# Links between contexts
+LINK_TO_SELF = "A context cannot be linked to itself."
+LINK_EXISTS_MSG = (
+    "Context {source} is already linked to context {target} as {relation!r} (link {id})."
+)
+BAD_RELATION = (
+    "Relation must be 1-{max} characters of lowercase letters, digits, '_' and '-', "
+    "starting with a letter (e.g. 'related', 'supports', 'part_of')."
+)
+
+# Ingest
+INGEST_JOB_NOT_FOUND = "Ingest job {id} not found."
+INGEST_NEEDS_ONE = "Give exactly one of 'text' and 'url'."
+INGEST_BAD_SCHEME = (
+    "Only a data: URL is read here (text/plain or text/markdown); got a {scheme!r} URL."
+)
+INGEST_NOT_DATA_URL = "Malformed data: URL: no ',' ends its media type."
+INGEST_BAD_MEDIA_TYPE = "Media type {media_type!r} is not ingested; one of {types}."
+INGEST_BAD_CHARSET = "Charset {charset!r} is not read; the text must be UTF-8."
+INGEST_BAD_BASE64 = "The data: URL's base64 does not decode."
+INGEST_NOT_UTF8 = "The data: URL's text is not UTF-8."
+INGEST_BLANK = "Nothing to ingest: the text is blank."
+INGEST_TOO_MANY_PARTS = (
+    "The text splits into {count} parts at its top-level headings; one ingest makes at "
+    "most {max} contexts."
+)
+#: 501 not_faked: a http(s) URL. Worded so no one takes it for ContextQ's own answer.
+INGEST_NO_FETCH = (
+    "fake-contextq does not fetch URLs: this fake never reaches the network, so {url} was "
+    "not read and no ingest job was made. The real ContextQ is assumed to download the page "
+    "and ingest its text as a job. With the fake, send the text itself ('text') or as a "
+    "data: URL (text/plain or text/markdown)."
+)
+INGEST_UNTITLED = "Untitled"

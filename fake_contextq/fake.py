@@ -20,6 +20,7 @@ from fake_contextq.domain.records import (
     ApiKey,
     AuditRow,
     Context,
+    IngestJob,
     Lesson,
     Principal,
     Tenant,
@@ -233,6 +234,12 @@ class FakeContextQ:
         """The tenant's Agent Memory Layer: ``.sessions`` (each ``.session``, its
         ``.checkpoints`` by seq and its ``.tasks``), ``.lessons`` and ``.handoffs``."""
         return self.backend.agent.state(_tenant_id(tenant))
+
+    def run_ingest_jobs(self) -> list[IngestJob]:
+        """Run every unfinished ingest job (of every tenant) to its end now, as if each had
+        been polled until done; the jobs, in id order. Without this, a job moves one step
+        per read of its status (``queued`` -> ``running`` -> ``done`` or ``failed``)."""
+        return self.backend.ingest.run_all()
 
     def audit_log(self) -> list[AuditRow]:
         """Every audit row, in chain order."""

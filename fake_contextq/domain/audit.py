@@ -65,6 +65,15 @@ class AgentAction:
     HANDOFF: Final = "agent.handoff"
 
 
+class PkmAction:
+    """[assumed] audit ``action`` names of links and ingest jobs."""
+
+    LINK_CREATE: Final = "context.link"
+    INGEST_SUBMIT: Final = "ingest.submit"
+    INGEST_DONE: Final = "ingest.done"  # the job made its contexts (actor: its submitter)
+    INGEST_FAILED: Final = "ingest.failed"
+
+
 def chain_row(
     prev_hash: str | None,
     *,

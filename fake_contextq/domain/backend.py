@@ -24,6 +24,8 @@ from fake_contextq.domain.agent import AgentLayer
 from fake_contextq.domain.chunking import chunk_content
 from fake_contextq.domain.errors import ApiError, not_found, unauthorized
 from fake_contextq.domain.handoff import Summariser
+from fake_contextq.domain.ingest import IngestLayer
+from fake_contextq.domain.links import LinkLayer
 from fake_contextq.domain.llm import Llm, ServerLlm
 from fake_contextq.domain.pkm import PkmLayer
 from fake_contextq.domain.saved_searches import SavedSearches
@@ -62,6 +64,8 @@ class ContextQBackend:
         self.agent = AgentLayer(self, embed, llm)
         self.saved_searches = SavedSearches(self)
         self.pkm = PkmLayer(self, llm)
+        self.links = LinkLayer(self)
+        self.ingest = IngestLayer(self)
         self._verified = auth.VerifiedKeys()
         self._vectors = ranking.VectorCache()
 
@@ -292,6 +296,20 @@ class ContextQBackend:
         (``wire.MOC_TYPES``), with the list's filters and paging (a ``type`` is ignored)."""
         own = {name: value for name, value in params.items() if name != "type"}
         return self.list_contexts(p, own, types=wire.MOC_TYPES)
+
+    def add_contexts(self, p: r.Principal, items: list[r.ContextInput]) -> list[r.Context]:
+        """New contexts from valid create items, inside the caller's transaction: the
+        quota is checked before any is written (a 402 writes none). No audit row: the
+        caller writes its own."""
+        self._ensure_room(p, len(items))
+        made = [self._new_context(p.tenant_id, item) for item in items]
+        for context in made:
+            self.store.put_context(context)
+        return made
+
+    def context_in(self, tenant_id: int, context_id: int) -> r.Context:
+        """The tenant's context of that id, inside the caller's transaction, or a 404."""
+        return self._context(tenant_id, context_id)
 
     def search(self, p: r.Principal, body: Body) -> list[r.SearchHit]:
         query = parse.parse_search_body(body)

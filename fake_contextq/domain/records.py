@@ -291,3 +291,47 @@ class BootPack:
     tokens_used: int
     truncated: bool
     lesson_scores: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextLink:
+    """A directed link between two contexts of one tenant, named by its relation."""
+
+    id: int
+    tenant_id: int
+    source_id: int
+    target_id: int
+    relation: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """The links of one context, both directions, each with the context at its other end."""
+
+    context: Context
+    outgoing: list[tuple[ContextLink, Context]]
+    incoming: list[tuple[ContextLink, Context]]
+
+
+@dataclass(frozen=True, slots=True)
+class IngestJob:
+    """An ingest job: the parts its text was split into (``titles[i]``, ``contents[i]``),
+    what each context it makes gets, its state, and what it made or why it failed."""
+
+    id: int
+    tenant_id: int
+    actor_key_prefix: str | None  # the key that asked: the audit row of its completion names it
+    status: str
+    source: str  # "text" or "data"
+    media_type: str
+    type: str
+    tags: tuple[str, ...]
+    workspace: str | None  # as asked; resolved when the contexts are made
+    titles: tuple[str, ...]
+    contents: tuple[str, ...]
+    context_ids: tuple[int, ...]
+    failure_code: str | None
+    failure_message: str | None
+    created_at: datetime
+    updated_at: datetime

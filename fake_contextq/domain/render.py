@@ -269,3 +269,61 @@ def moc_regeneration_json(done: r.MocRegeneration) -> dict[str, Any]:
         "unchanged": [context_json(c, with_content=False) for c in done.unchanged],
         "removed": list(done.removed),
     }
+
+
+# ----- links and ingest jobs: [assumed] camelCase, as the contexts' -----
+
+
+def link_json(link: r.ContextLink) -> dict[str, Any]:
+    return {
+        "id": link.id,
+        "sourceId": link.source_id,
+        "targetId": link.target_id,
+        "relation": link.relation,
+        "createdAt": timestamp(link.created_at),
+    }
+
+
+def _linked(link: r.ContextLink, other: r.Context) -> dict[str, Any]:
+    return {
+        "id": link.id,
+        "relation": link.relation,
+        "createdAt": timestamp(link.created_at),
+        "context": context_json(other, with_content=False),
+    }
+
+
+def links_json(links: r.Links) -> dict[str, Any]:
+    """A context's links: ``outgoing`` (it is the source) and ``incoming`` (the target),
+    each with the summary of the context at the other end."""
+    return {
+        "context": context_json(links.context, with_content=False),
+        "outgoing": [_linked(link, other) for link, other in links.outgoing],
+        "incoming": [_linked(link, other) for link, other in links.incoming],
+    }
+
+
+def ingest_job_json(done: tuple[r.IngestJob, Sequence[r.Context]]) -> dict[str, Any]:
+    """A job and the summaries of the contexts it made that still exist (``contextIds``
+    lists every one it made)."""
+    job, made = done
+    failure = (
+        None
+        if job.failure_code is None
+        else {"code": job.failure_code, "message": job.failure_message}
+    )
+    return {
+        "id": job.id,
+        "status": job.status,
+        "source": job.source,
+        "mediaType": job.media_type,
+        "type": job.type,
+        "tags": list(job.tags),
+        "workspace": job.workspace,
+        "parts": len(job.titles),
+        "contextIds": list(job.context_ids),
+        "contexts": [context_json(c, with_content=False) for c in made],
+        "failure": failure,
+        "createdAt": timestamp(job.created_at),
+        "updatedAt": timestamp(job.updated_at),
+    }

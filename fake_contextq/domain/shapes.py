@@ -40,7 +40,9 @@ __all__ = [
     "EVOLVE",
     "HANDOFF",
     "IMPORT",
+    "INGEST",
     "LESSON",
+    "LINK",
     "LIST_QUERY",
     "REGENERATE_MOCS",
     "SAVED_SEARCH_CREATE",
@@ -564,3 +566,25 @@ EVOLVE = Shape(
     optional_body=True,
 )
 REGENERATE_MOCS = Shape(WORKSPACE, optional_body=True)
+
+# ----- links and ingest: every field and limit [assumed] -----
+
+LINK = Shape(
+    Integer(name="targetId", required=True, minimum=1, maximum=wire.MAX_ID),
+    Text(
+        name="relation",
+        min_len=1,
+        max_len=wire.LINK_RELATION_MAX_CHARS,
+        pattern=wire.LINK_RELATION_RE,
+        pattern_message=_msgs.BAD_RELATION.format(max=wire.LINK_RELATION_MAX_CHARS),
+    ),
+)
+#: exactly one of ``text`` and ``url`` (checked after: a schema says it with ``oneOf``)
+INGEST = Shape(
+    Text(name="text", max_bytes=wire.INGEST_MAX_TEXT_BYTES),
+    Text(name="url", min_len=1, max_len=wire.INGEST_MAX_URL_CHARS),
+    Text(name="title", nullable=True, min_len=1, max_len=wire.MAX_TITLE_CHARS),
+    Choice(name="type", options=wire.CONTEXT_TYPES),
+    TAGS,
+    WORKSPACE,
+)

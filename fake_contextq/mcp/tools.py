@@ -329,6 +329,19 @@ def _by_id(path_name: str) -> Call:
     return call
 
 
+async def _link(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
+    body = _fields(args, ("targetId", "relation"))
+    return await _json(rest, tool.route, path={"context_id": args["id"]}, body=body)
+
+
+async def _links(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
+    return await _json(rest, tool.route, path={"context_id": args["id"]})
+
+
+async def _ingest_status(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
+    return await _json(rest, tool.route, path={"job_id": args["jobId"]})
+
+
 Call = Callable[[Rest, McpTool, Mapping[str, Any]], Awaitable[Any]]
 
 _SAVED_SEARCH = _by_id("search_id")
@@ -347,6 +360,9 @@ CALLS: Mapping[str, Call] = {
     "ctx_saved_searches_run": _SAVED_SEARCH,
     "ctx_run_saved_search": _SAVED_SEARCH,
     "ctx_evolve": _evolve,
+    "ctx_link": _link,
+    "ctx_links": _links,
+    "ctx_ingest_status": _ingest_status,
 }
 
 

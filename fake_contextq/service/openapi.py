@@ -29,6 +29,7 @@ PATH_PARAMETERS: dict[str, oa.Schema] = {
     "session_id": _DIGITS,
     "task_id": _DIGITS,
     "search_id": _DIGITS,
+    "job_id": _DIGITS,
 }
 
 

@@ -211,6 +211,92 @@ SAVED_SEARCH: Schema = {
         "updatedAt": _TIMESTAMP,
     },
 }
+
+# ----- links and ingest jobs: [assumed] -----
+
+_RELATION: Schema = {
+    "type": "string",
+    "pattern": f"^{wire.LINK_RELATION_RE.pattern}$",
+    "minLength": 1,
+    "maxLength": wire.LINK_RELATION_MAX_CHARS,
+}
+LINK_BODY: Schema = shapes.LINK.json_schema()
+LINK: Schema = {
+    "type": "object",
+    "required": ["id", "sourceId", "targetId", "relation", "createdAt"],
+    "properties": {
+        "id": {"type": "integer"},
+        "sourceId": {"type": "integer"},
+        "targetId": {"type": "integer"},
+        "relation": {"type": "string"},
+        "createdAt": _TIMESTAMP,
+    },
+}
+_LINKED: Schema = {
+    "type": "object",
+    "required": ["id", "relation", "createdAt", "context"],
+    "properties": {
+        "id": {"type": "integer"},
+        "relation": {"type": "string"},
+        "createdAt": _TIMESTAMP,
+        "context": CONTEXT_SUMMARY,
+    },
+}
+LINKS: Schema = {
+    "type": "object",
+    "required": ["context", "outgoing", "incoming"],
+    "properties": {
+        "context": CONTEXT_SUMMARY,
+        "outgoing": {"type": "array", "items": _LINKED},
+        "incoming": {"type": "array", "items": _LINKED},
+    },
+}
+INGEST_BODY: Schema = {
+    **shapes.INGEST.json_schema(),
+    "oneOf": [{"required": ["text"]}, {"required": ["url"]}],
+}
+INGEST_JOB: Schema = {
+    "type": "object",
+    "required": [
+        "id",
+        "status",
+        "source",
+        "mediaType",
+        "type",
+        "tags",
+        "workspace",
+        "parts",
+        "contextIds",
+        "contexts",
+        "failure",
+        "createdAt",
+        "updatedAt",
+    ],
+    "properties": {
+        "id": {"type": "integer"},
+        "status": {"type": "string", "enum": list(wire.INGEST_STATUSES)},
+        "source": {"type": "string", "enum": ["text", "data"]},
+        "mediaType": {"type": "string", "enum": list(wire.INGEST_MEDIA_TYPES)},
+        "type": {"type": "string", "enum": list(wire.CONTEXT_TYPES)},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "workspace": {"type": ["string", "null"]},
+        "parts": {"type": "integer", "minimum": 1, "maximum": wire.INGEST_MAX_PARTS},
+        "contextIds": {"type": "array", "items": {"type": "integer"}},
+        "contexts": {"type": "array", "items": CONTEXT_SUMMARY},
+        "failure": {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "required": ["code", "message"],
+                    "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+                },
+                {"type": "null"},
+            ]
+        },
+        "createdAt": _TIMESTAMP,
+        "updatedAt": _TIMESTAMP,
+    },
+}
 SAVED_SEARCHES: Schema = {
     "type": "object",
     "required": ["items", "total", "limit", "offset"],

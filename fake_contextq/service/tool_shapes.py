@@ -110,13 +110,7 @@ CONTEXT_FIELDS: Final = {
 
 # [public] tools the real server has that this project does not model: a fake advertises
 # none of them, and the docs (docs/how-to/mcp.md) list them as not faked.
-MCP_TOOLS_NOT_FAKED: Final = (
-    "ctx_link",
-    "ctx_links",
-    "ctx_ingest",
-    "ctx_ingest_status",
-    "ctx_event*",
-)
+MCP_TOOLS_NOT_FAKED: Final = ("ctx_event*",)
 
 # [assumed] ctx_save needs only content (public); REST needs a type and a title, so the
 # server fills them: this type, and the content's first non-blank line cut to this length.
@@ -407,6 +401,55 @@ CTX_MOCS: Final = Exposure(
     "assumed",
 )
 
+# ----- links and ingest: [assumed] every parameter (the public page names the tools only) -----
+
+CTX_LINK: Final = Exposure(
+    "ctx_link",
+    "Link a context to another of yours with a relation (default 'related'); "
+    "a link is directed, from id to targetId.",
+    schema(
+        {
+            "id": ID,
+            "targetId": ID,
+            "relation": {
+                "type": "string",
+                "description": "lowercase letters, digits, '_' and '-', e.g. supports, part_of",
+                "maxLength": wire.LINK_RELATION_MAX_CHARS,
+                "default": wire.LINK_DEFAULT_RELATION,
+            },
+        },
+        ["id", "targetId"],
+    ),
+    "assumed",
+)
+#: What ``ctx_link`` answers (``structuredContent``): the new link.
+
+CTX_LINKS: Final = Exposure(
+    "ctx_links",
+    "The links of a context, both directions: outgoing (it links to) and incoming "
+    "(linked to it), each with the other context's summary.",
+    schema({"id": ID}, ["id"]),
+    "assumed",
+)
+#: What ``ctx_links`` answers: the context's summary, its outgoing and incoming links.
+
+CTX_INGEST: Final = Exposure(
+    "ctx_ingest",
+    "Ingest markdown text (or a data: URL of text/plain or text/markdown) as contexts, one "
+    "per top-level heading, as a job: poll ctx_ingest_status with its id.",
+    schema(
+        {
+            "text": {"type": "string", "description": "markdown, split at each '# ' heading"},
+            "url": {"type": "string", "description": "a data: URL (this fake fetches no http)"},
+            "title": {"type": "string", "description": "the title of text before a heading"},
+            "type": {"type": "string", "enum": list(wire.CONTEXT_TYPES)},
+            "tags": TAGS,
+            "workspace": WORKSPACE,
+        }
+    ),
+    "assumed",
+)
+
 _SEARCH_TYPE: Final = {"type": "string", "enum": list(wire.SEARCH_TYPES)}
 _SAVED_FIELDS: Final = {
     "name": {"type": "string", "description": "unique per tenant"},
@@ -477,4 +520,11 @@ CTX_SAVED_SEARCHES_RUN: Final = Exposure(
 # [public] the page lists this name too, beside ctx_saved_searches_run: the same tool
 CTX_RUN_SAVED_SEARCH: Final = Exposure(
     "ctx_run_saved_search", _RUN_DESCRIPTION, schema({"id": ID}, ["id"]), "assumed"
+)
+
+CTX_INGEST_STATUS: Final = Exposure(
+    "ctx_ingest_status",
+    "The state of an ingest job (queued, running, done or failed) and the contexts it made.",
+    schema({"jobId": ID}, ["jobId"]),
+    "assumed",
 )

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from itertools import islice
 
+from adapter import wire
 from fake_contextq.domain.records import (
     AgentSession,
     AgentTask,
@@ -14,7 +15,9 @@ from fake_contextq.domain.records import (
     AuditRow,
     Checkpoint,
     Context,
+    ContextLink,
     Handoff,
+    IngestJob,
     Lesson,
     ListQuery,
     SavedSearch,
@@ -53,6 +56,8 @@ class _TenantRows:
         "index",
         "keys",
         "lessons",
+        "link_ids",
+        "links",
         "saved_searches",
         "sessions",
         "workspaces",
@@ -68,6 +73,8 @@ class _TenantRows:
         self.lessons: dict[int, Lesson] = {}
         self.handoffs: list[Handoff] = []
         self.saved_searches: dict[int, SavedSearch] = {}  # insertion order is id order
+        self.links: dict[int, ContextLink] = {}  # by id, in id order
+        self.link_ids: dict[int, set[int]] = {}  # context id -> its links' ids, both ways
 
 
 class MemoryStore:
@@ -97,6 +104,7 @@ class MemoryStore:
             self._tasks: dict[int, AgentTask] = {}  # every tenant's, by id
             self._task_keys: dict[tuple[int, str], int] = {}
             self._session_tasks: dict[int, list[int]] = {}
+            self._ingest_jobs: dict[int, IngestJob] = {}  # every tenant's, by id
 
     def next_id(self, kind: str) -> int:
         value = self._ids.get(kind, 0) + 1
@@ -186,6 +194,10 @@ class MemoryStore:
         if context.external_id is not None:
             del rows.by_external[context.external_id]
         rows.index.remove(context.id)
+        for link_id in rows.link_ids.pop(context.id, ()):
+            link = rows.links.pop(link_id)
+            other = link.target_id if link.source_id == context.id else link.source_id
+            rows.link_ids.get(other, set()).discard(link_id)
 
     def count_contexts(self, tenant_id: int, workspace_id: int | None = None) -> int:
         contexts = self._rows[tenant_id].contexts
@@ -307,3 +319,38 @@ class MemoryStore:
 
     def delete_saved_search(self, saved: SavedSearch) -> None:
         del self._rows[saved.tenant_id].saved_searches[saved.id]
+
+    # links
+
+    def put_link(self, link: ContextLink) -> None:
+        rows = self._rows[link.tenant_id]
+        rows.links[link.id] = link
+        rows.link_ids.setdefault(link.source_id, set()).add(link.id)
+        rows.link_ids.setdefault(link.target_id, set()).add(link.id)
+
+    def link_between(
+        self, tenant_id: int, source_id: int, target_id: int, relation: str
+    ) -> ContextLink | None:
+        rows = self._rows[tenant_id]
+        for link_id in rows.link_ids.get(source_id, ()):
+            link = rows.links[link_id]
+            if (link.source_id, link.target_id, link.relation) == (source_id, target_id, relation):
+                return link
+        return None
+
+    def links(self, tenant_id: int, context_id: int) -> list[ContextLink]:
+        rows = self._rows[tenant_id]
+        return [rows.links[i] for i in sorted(rows.link_ids.get(context_id, ()))]
+
+    # ingest jobs
+
+    def put_ingest_job(self, job: IngestJob) -> None:
+        self._ingest_jobs[job.id] = job
+
+    def ingest_job(self, tenant_id: int, job_id: int) -> IngestJob | None:
+        job = self._ingest_jobs.get(job_id)
+        return job if job is not None and job.tenant_id == tenant_id else None
+
+    def unfinished_ingest_jobs(self) -> list[IngestJob]:
+        finished = (wire.INGEST_DONE, wire.INGEST_FAILED)
+        return [j for j in self._ingest_jobs.values() if j.status not in finished]

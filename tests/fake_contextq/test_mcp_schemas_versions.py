@@ -30,6 +30,8 @@ def _calls(mcp: SyncMcpClient, fake: FakeContextQ, tenant: Tenant) -> dict[str, 
     other = mcp.call("ctx_save", {"content": "to delete"})["id"]
     kept = mcp.call("ctx_saved_searches_create", {"name": "kept", "query": "fact"})["id"]
     gone = mcp.call("ctx_saved_searches_create", {"name": "gone", "query": "x"})["id"]
+    other_kept = mcp.call("ctx_save", {"content": "linked to"})["id"]
+    job = mcp.call("ctx_ingest", {"text": "queued"})["id"]
     return {
         "ctx_save": {"content": "another"},
         "ctx_list": {"tags": [], "limit": 5},
@@ -63,6 +65,10 @@ def _calls(mcp: SyncMcpClient, fake: FakeContextQ, tenant: Tenant) -> dict[str, 
         "ctx_dream": {"workspace": "w"},
         "ctx_evolve": {"id": saved["id"], "instruction": "tighten it"},
         "ctx_regenerate_mocs": {"workspace": "w"},
+        "ctx_link": {"id": saved["id"], "targetId": other_kept, "relation": "supports"},
+        "ctx_links": {"id": saved["id"]},
+        "ctx_ingest": {"text": "# One\nfirst\n# Two\nsecond"},
+        "ctx_ingest_status": {"jobId": job},
     }
 
 
