@@ -128,6 +128,8 @@ class ErrorCode:
     UNSUPPORTED_MEDIA_TYPE: Final = "unsupported_media_type"
     INTERNAL_ERROR: Final = "internal_error"
     DATABASE_BUSY: Final = "database_busy"
+    SAVED_SEARCH_NAME_TAKEN: Final = "saved_search_name_taken"
+    LINK_EXISTS: Final = "link_exists"
 
 
 # [assumed] error code -> HTTP status. 413/415 are Fastify's own answers, assumed too.
@@ -149,6 +151,8 @@ ERROR_STATUS: Final[Mapping[str, int]] = {
     ErrorCode.INTERNAL_ERROR: 500,
     # [assumed] a lock of the database not free in time: retry later (a 5xx, so clients do)
     ErrorCode.DATABASE_BUSY: 503,
+    ErrorCode.SAVED_SEARCH_NAME_TAKEN: 409,  # a saved search's name is unique per tenant
+    ErrorCode.LINK_EXISTS: 409,  # [assumed] the same link (both ends, one relation) again
 }
 
 # [assumed] an unknown route, and a known path with another method, answer 404 (Fastify does).
@@ -235,6 +239,46 @@ class Routes:
     ADD_LESSON: Final = Route("add_lesson", "POST", "/api/agent/lessons", WRITE, 201)
     HANDOFF: Final = Route("handoff", "POST", "/api/agent/handoff", WRITE, 201)
     BOOT: Final = Route("boot", "POST", "/api/agent/boot", READ)
+    # [assumed] the REST twins of the public page's ctx_import, ctx_chunks, ctx_mocs and
+    # saved-search tools (their names are public; no path is): an import has its own route,
+    # as its items need no externalId (a bulk upsert's are keyed by theirs)
+    IMPORT_CONTEXTS: Final = Route("import_contexts", "POST", "/api/contexts/import", WRITE)
+    CONTEXT_CHUNKS: Final = Route(
+        "context_chunks", "GET", "/api/contexts/{context_id}/chunks", READ
+    )
+    LIST_MOCS: Final = Route("list_mocs", "GET", "/api/mocs", READ)
+    LIST_SAVED_SEARCHES: Final = Route("list_saved_searches", "GET", "/api/saved-searches", READ)
+    CREATE_SAVED_SEARCH: Final = Route(
+        "create_saved_search", "POST", "/api/saved-searches", WRITE, 201
+    )
+    GET_SAVED_SEARCH: Final = Route(
+        "get_saved_search", "GET", "/api/saved-searches/{search_id}", READ
+    )
+    UPDATE_SAVED_SEARCH: Final = Route(
+        "update_saved_search", "PUT", "/api/saved-searches/{search_id}", WRITE
+    )
+    DELETE_SAVED_SEARCH: Final = Route(
+        "delete_saved_search", "DELETE", "/api/saved-searches/{search_id}", WRITE, 204
+    )
+    # running one reads, as POST /api/search does
+    RUN_SAVED_SEARCH: Final = Route(
+        "run_saved_search", "POST", "/api/saved-searches/{search_id}/run", READ
+    )
+    # [assumed] the REST twins of ctx_dream, ctx_evolve and ctx_regenerate_mocs (the public
+    # page names the tools only); each needs the server's LLM, as the handoff does
+    DREAM: Final = Route("dream", "POST", "/api/dream", WRITE, 201)
+    EVOLVE_CONTEXT: Final = Route(
+        "evolve_context", "POST", "/api/contexts/{context_id}/evolve", WRITE
+    )
+    REGENERATE_MOCS: Final = Route("regenerate_mocs", "POST", "/api/mocs/regenerate", WRITE)
+    # [assumed] links between contexts (ctx_link, ctx_links): paths, bodies and statuses
+    CREATE_LINK: Final = Route(
+        "create_link", "POST", "/api/contexts/{context_id}/links", WRITE, 201
+    )
+    LIST_LINKS: Final = Route("list_links", "GET", "/api/contexts/{context_id}/links", READ)
+    # [assumed] ingest as a job (ctx_ingest, ctx_ingest_status): 202, then polled
+    INGEST: Final = Route("ingest", "POST", "/api/ingest", WRITE, 202)
+    INGEST_STATUS: Final = Route("ingest_status", "GET", "/api/ingest/jobs/{job_id}", READ)
 
 
 ROUTES: Final[tuple[Route, ...]] = tuple(v for v in vars(Routes).values() if isinstance(v, Route))
@@ -273,6 +317,20 @@ SEARCH_RRF_K: Final = 60
 SEARCH_HYBRID_POOL: Final = 50
 SEARCH_SNIPPET_CHARS: Final = 160  # [assumed]
 BULK_MAX_ITEMS: Final = 500  # [assumed]
+IMPORT_MAX_ITEMS: Final = BULK_MAX_ITEMS  # [assumed] an import holds as many as a bulk upsert
+# [assumed] How a context's content is cut into chunks for embedding (GET .../chunks): its
+# paragraphs (text between blank lines), packed in order while a chunk's own text stays
+# within CHUNK_MAX_CHARS; a longer paragraph is cut at its last whitespace within the limit
+# (at the limit when there is none); each chunk after the first also starts with up to
+# CHUNK_OVERLAP_CHARS of the one before (from a word start, never that one's first word).
+# Characters are code points.
+CHUNK_MAX_CHARS: Final = 1_000
+CHUNK_OVERLAP_CHARS: Final = 100
+MOC_TYPES: Final = ("moc", "map")  # [seed] the map-of-content types; [assumed] ctx_mocs lists both
+MAX_SAVED_SEARCH_NAME_CHARS: Final = 200  # [assumed]
+# [assumed] A saved search's body: its name (unique per tenant) and the fields of a
+# POST /api/search body it runs with; the answer adds id, createdAt and updatedAt.
+SAVED_SEARCH_FIELDS: Final = ("name", "query", "type", "workspace", "tags", "limit")
 
 MAX_BODY_BYTES: Final = 8 * 1024 * 1024  # [assumed] whole request body, else 413
 MAX_JSON_DEPTH: Final = 256  # [assumed] arrays and objects nested deeper are a 400
@@ -441,6 +499,59 @@ DEFAULT_TOKEN_BUDGET: Final = 4_000  # [assumed]
 MAX_TOKEN_BUDGET: Final = 200_000  # [assumed]
 BOOT_LESSONS: Final = 5  # [assumed] lessons recalled into a Boot Pack
 BOOT_FACTS: Final = 5  # [assumed] search hits of the goal in a Boot Pack
+
+# --- The LLM-written PKM contexts (dream, evolve, maps of content) ----------------------------
+# [public] the tools ctx_dream, ctx_evolve, ctx_regenerate_mocs; [seed] the types synthesis,
+# map and moc. [assumed] everything below. Each needs a workspace where the handoff does
+# (dream and MOCs: 400 no_workspace, checked first) and the server's LLM (503
+# llm_unavailable, checked next); sources are then gathered, and none is a 400.
+PKM_DERIVED_TYPES: Final = ("synthesis", "map", "moc")  # never a dream's or a MOC's source
+DREAM_TYPE: Final = "synthesis"  # what a dream creates
+DREAM_TAG: Final = "dream"  # the one tag a dream's synthesis carries
+DREAM_DEFAULT_SOURCES: Final = 20  # the workspace's newest contexts a dream reads ...
+DREAM_MAX_SOURCES: Final = 100  # ... at most (``limit``)
+MAX_SINCE_CHARS: Final = 64  # ``since``: an ISO 8601 date-time (no zone: UTC)
+EVOLVE_DEFAULT_SOURCES: Final = 10  # newer related contexts an evolution reads ...
+EVOLVE_MAX_SOURCES: Final = 50  # ... at most (``limit``)
+MOC_TYPE: Final = "moc"  # what MOC regeneration writes, one per tag of the workspace ...
+MOC_MIN_CONTEXTS: Final = 2  # ... carried by at least this many of its contexts ...
+MOC_MAX_GROUPS: Final = 100  # ... the most carried tags first (then by tag) ...
+MOC_MAX_ENTRIES: Final = 200  # ... each listing at most this many, in title order
+# A generated MOC is the context whose externalId is ``moc:<workspace>:<tag>`` and whose
+# metadata marks it generated; regeneration updates it in place, removes it when its tag
+# no longer makes a group, and refuses (409) when a context not generated holds the id.
+MOC_EXTERNAL_ID_PREFIX: Final = "moc:"
+# What dream and MOC regeneration write in ``metadata`` (``{"by": "dream"|"moc",
+# "sources": [ids], ...}``), and an evolution adds (``{"sources": [ids], "instruction"}``).
+GENERATED_KEY: Final = "generated"
+EVOLVED_KEY: Final = "evolved"
+
+
+def moc_external_id(workspace: str, tag: str) -> str:
+    """[assumed] The externalId of a workspace's generated MOC of ``tag``."""
+    return f"{MOC_EXTERNAL_ID_PREFIX}{workspace}:{tag}"
+
+
+# --- Links and ingest (PKM and ingest tools) ---------------------------------------------
+# Bodies are camelCase, as the contexts' are.
+
+#: [assumed] A link's relation: free text of lowercase letters, digits, '_' and '-',
+#: starting with a letter, at most LINK_RELATION_MAX_CHARS; "related" when none is given.
+LINK_RELATION_RE: Final = re.compile(r"[a-z][a-z0-9_-]*")
+LINK_RELATION_MAX_CHARS: Final = 64
+LINK_DEFAULT_RELATION: Final = "related"
+#: [assumed] The states of an ingest job, in order; "failed" ends it instead of "done".
+INGEST_QUEUED: Final = "queued"
+INGEST_RUNNING: Final = "running"
+INGEST_DONE: Final = "done"
+INGEST_FAILED: Final = "failed"
+INGEST_STATUSES: Final = (INGEST_QUEUED, INGEST_RUNNING, INGEST_DONE, INGEST_FAILED)
+#: [assumed] The media types a ``data:`` URL may carry (RFC 2397; none named is text/plain).
+INGEST_MEDIA_TYPES: Final = ("text/plain", "text/markdown")
+INGEST_MAX_TEXT_BYTES: Final = MAX_CONTENT_BYTES  # [assumed] the text (decoded), UTF-8
+INGEST_MAX_URL_CHARS: Final = 2 * 1024 * 1024  # [assumed] a data: URL, base64 included
+INGEST_MAX_PARTS: Final = 100  # [assumed] contexts one ingest may make
+INGEST_DEFAULT_TYPE: Final = "reference"  # [assumed] the type of what an ingest makes
 
 
 def canonical_json(value: Any) -> str:

@@ -203,6 +203,18 @@ RULES: Final[dict[str, Rule]] = _rules(
         "reads the same through MCP and REST",
     ),
     Rule("mcp.unknown-key-401", "assumed", "The MCP endpoint refuses an unknown key with 401"),
+    Rule(
+        "mcp.links",
+        "assumed",
+        "ctx_link links a context to another (`id`, `targetId`, `relation`); ctx_links lists "
+        "a context's links both ways with the other end's summary; a deleted context's links go",
+    ),
+    Rule(
+        "mcp.ingest",
+        "assumed",
+        "ctx_ingest takes markdown `text` as a job (`queued`) that ctx_ingest_status (`jobId`) "
+        "polls to `done`, with one context per top-level heading",
+    ),
     # audit
     Rule(
         "audit.one-row-per-write",

@@ -8,14 +8,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from adapter import ContextQClient, wire
+from adapter import ContextQClient, _api, wire
 
 #: The key scopes the matrix is checked for, in column order.
 SCOPES: Final = ("none", *wire.SCOPES)
 
 #: Where the call of the matrix does not end in the route's success status: without any
 #: workspace, handoff's 400 no_workspace comes before any LLM is needed.
-OUTCOME: Final[dict[str, int]] = {wire.Routes.HANDOFF.name: 400}
+OUTCOME: Final[dict[str, int]] = {
+    wire.Routes.HANDOFF.name: 400,
+    # the same for a dream and a MOC regeneration (no workspace), and an evolution of a
+    # context that does not exist is a 404 before any LLM is needed
+    wire.Routes.DREAM.name: 400,
+    wire.Routes.REGENERATE_MOCS.name: 400,
+    wire.Routes.EVOLVE_CONTEXT.name: 404,
+}
+#: A context id no tenant holds (the largest a JavaScript client sends exactly).
+_MISSING_ID: Final = 2**53 - 1
 
 
 def _key(route: wire.Route) -> str:
@@ -44,6 +53,8 @@ class Fixtures:
     workspace: str
     session_id: int
     task_id: int
+    other_context_id: int
+    ingest_job_id: int
 
 
 Call = Callable[[ContextQClient, Fixtures], Any]
@@ -53,6 +64,23 @@ _NOTE: Final[dict[str, Any]] = {
     "title": "Scope check",
     "content": "Made for the matrix.",
 }
+
+
+def _plain(route: wire.Route, body: dict[str, Any], **path: int) -> Call:
+    """A call of an endpoint the client has no method for (the PKM tools' REST twins,
+    [assumed]), through the client's own request plan: its errors, its retries."""
+    call = _api.Call(route.method, route.path(**path), lambda r: r.json(), json=body)
+    return lambda c, _: c._send(call)
+
+
+def _call_plain(
+    client: ContextQClient, route: wire.Route, json: Any = None, **path: str | int
+) -> Any:
+    """[assumed] routes the client has no method for (links, ingest jobs), called through
+    the client's own request plan, so a refusal is the same typed error (a 403 names its
+    ``required`` scope) as any method's."""
+    call = _api.Call(route.method, route.path(**path), lambda r: _api.loads(r.content), json=json)
+    return client._send(call)
 
 
 #: How each endpoint of the matrix is called.
@@ -84,15 +112,37 @@ CALLS: Final[dict[str, Call]] = {
     _key(wire.Routes.LIST_TASKS): lambda c, f: c.list_tasks(f.session_id),
     _key(wire.Routes.ADD_LESSON): lambda c, _: c.add_lesson("Scopes are checked per endpoint."),
     _key(wire.Routes.HANDOFF): lambda c, _: c.handoff(),
+    _key(wire.Routes.DREAM): _plain(wire.Routes.DREAM, {}),
+    _key(wire.Routes.REGENERATE_MOCS): _plain(wire.Routes.REGENERATE_MOCS, {}),
+    _key(wire.Routes.EVOLVE_CONTEXT): _plain(
+        wire.Routes.EVOLVE_CONTEXT, {"instruction": "x"}, context_id=_MISSING_ID
+    ),
+    _key(wire.Routes.CREATE_LINK): lambda c, f: _call_plain(
+        c, wire.Routes.CREATE_LINK, {"targetId": f.other_context_id}, context_id=f.context_id
+    ),
+    _key(wire.Routes.LIST_LINKS): lambda c, f: _call_plain(
+        c, wire.Routes.LIST_LINKS, context_id=f.context_id
+    ),
+    _key(wire.Routes.INGEST): lambda c, _: _call_plain(
+        c, wire.Routes.INGEST, {"text": "# Scope check\nMade for the matrix."}
+    ),
+    _key(wire.Routes.INGEST_STATUS): lambda c, f: _call_plain(
+        c, wire.Routes.INGEST_STATUS, job_id=f.ingest_job_id
+    ),
 }
 
 
 def make_fixtures(admin: ContextQClient, n: int) -> Fixtures:
-    """A context (in no workspace), an empty workspace, a session and a task of it."""
+    """A context (in no workspace) and another to link it to, an empty workspace, a session
+    and a task of it, an ingest job."""
     external_id = f"scope-matrix-{n}"
     context = admin.create_context(**_NOTE, external_id=external_id)
     workspace = f"scope-ws-{n}"
     admin.create_workspace(workspace)
     session = admin.start_session()
     task = admin.upsert_task(session.id, "task", "A task")
-    return Fixtures(context.id, external_id, workspace, session.id, task.id)
+    other = admin.create_context(**_NOTE)
+    job = _call_plain(admin, wire.Routes.INGEST, {"text": "Made for the matrix."})
+    return Fixtures(
+        context.id, external_id, workspace, session.id, task.id, other.id, int(job["id"])
+    )

@@ -26,7 +26,10 @@ PAYLOAD_TOO_LARGE = ErrorCode.PAYLOAD_TOO_LARGE
 UNSUPPORTED_MEDIA_TYPE = ErrorCode.UNSUPPORTED_MEDIA_TYPE
 INTERNAL_ERROR = ErrorCode.INTERNAL_ERROR
 DATABASE_BUSY = ErrorCode.DATABASE_BUSY
+SAVED_SEARCH_NAME_TAKEN = ErrorCode.SAVED_SEARCH_NAME_TAKEN
 INJECTED_FAULT = "injected_fault"  # the fake's own: an answer a test injected
+LINK_EXISTS = ErrorCode.LINK_EXISTS
+NOT_FAKED = "not_faked"  # the fake's own: what ContextQ would do and this fake does not (501)
 
 _KEY_SHAPE = f"{AUTH_SCHEME} {KEY_PREFIX}<40 hex>"
 
@@ -96,6 +99,7 @@ DASHBOARD_NO_REQUEST = "Request {number} is not in the journal (cleared, or not 
 CONTEXT_NOT_FOUND = "Context {id} not found."
 EXTERNAL_NOT_FOUND = "No context with externalId {external_id!r}."
 WORKSPACE_NOT_FOUND = "Workspace {slug!r} not found."
+SAVED_SEARCH_NOT_FOUND = "Saved search {id} not found."
 ROUTE_NOT_FOUND = "Route {method} {path} not found."
 TENANT_NOT_FOUND = "Tenant {id} not found."
 KEY_NOT_FOUND = "API key not found."
@@ -136,6 +140,7 @@ PLAN_ALIAS = (
 # 409
 EXTERNAL_ID_TAKEN_MSG = "externalId {external_id!r} is already used by context {id} in this tenant."
 WORKSPACE_TAKEN_MSG = "Workspace {slug!r} already exists."
+SAVED_SEARCH_NAME_TAKEN_MSG = "A saved search named {name!r} already exists (saved search {id})."
 WORKSPACE_NOT_EMPTY_MSG = "Workspace {slug!r} still holds {count} context(s); delete them first."
 
 # 402
@@ -177,9 +182,34 @@ NO_WORKSPACE_MSG = (
     "A handoff needs a workspace: neither the body nor the session carries one (an unknown "
     "workspace slug is silently dropped when a session starts)."
 )
-LLM_UNAVAILABLE_MSG = "No LLM provider is configured on this server, so no handoff can be written."
-LLM_EMPTY_MSG = "The LLM provider returned no handoff text."
-LLM_FAILED_MSG = "The LLM provider failed ({error}); no handoff was written."
+NO_WORKSPACE_FOR = (
+    "{what} needs a workspace: the body names none, or one this tenant does not have "
+    "(create it first)."
+)
+NOT_A_DATETIME = "Must be an ISO 8601 date-time such as 2025-01-31T09:00:00Z, got {value!r}."
+NOTHING_TO_DREAM = (
+    "Workspace {slug!r} holds no context to synthesise{since} (syntheses and maps of content "
+    "are never a dream's source); nothing was written."
+)
+NOTHING_TO_DREAM_SINCE = " updated since {since}"
+NOTHING_TO_EVOLVE = (
+    "Context {id} has no newer related context (same workspace, a shared tag) to evolve "
+    "from: send an instruction."
+)
+MOC_ID_TAKEN = (
+    "externalId {external_id!r}, the map of content of tag {tag!r}, is held by context {id}, "
+    "which regeneration did not write; nothing was written."
+)
+LLM_UNAVAILABLE_FOR = "No LLM provider is configured on this server, so no {what} can be written."
+LLM_EMPTY_FOR = "The LLM provider returned no {what} text."
+LLM_FAILED_FOR = "The LLM provider failed ({error}); no {what} was written."
+LLM_UNUSABLE_FOR = (
+    "The LLM provider returned {what} text no context can hold ({size} bytes of UTF-8, or a "
+    "NUL character; at most {max} bytes); nothing was written."
+)
+LLM_UNAVAILABLE_MSG = LLM_UNAVAILABLE_FOR.format(what="handoff")
+LLM_EMPTY_MSG = LLM_EMPTY_FOR.format(what="handoff")
+LLM_FAILED_MSG = LLM_FAILED_FOR.replace("{what}", "handoff")
 
 # 503 database_busy: a database store's lock not free in time (the ``lock`` detail names it)
 DATABASE_BUSY_MSG = (
@@ -258,3 +288,38 @@ MCP_NO_KEY_ENV = (
     "fake-contextq mcp: set CONTEXT_API_KEY to a ContextQ API key (and CONTEXT_API_URL to its "
     "base URL; default {url})"
 )
+
+# Links between contexts
+LINK_TO_SELF = "A context cannot be linked to itself."
+LINK_EXISTS_MSG = (
+    "Context {source} is already linked to context {target} as {relation!r} (link {id})."
+)
+BAD_RELATION = (
+    "Relation must be 1-{max} characters of lowercase letters, digits, '_' and '-', "
+    "starting with a letter (e.g. 'related', 'supports', 'part_of')."
+)
+
+# Ingest
+INGEST_JOB_NOT_FOUND = "Ingest job {id} not found."
+INGEST_NEEDS_ONE = "Give exactly one of 'text' and 'url'."
+INGEST_BAD_SCHEME = (
+    "Only a data: URL is read here (text/plain or text/markdown); got a {scheme!r} URL."
+)
+INGEST_NOT_DATA_URL = "Malformed data: URL: no ',' ends its media type."
+INGEST_BAD_MEDIA_TYPE = "Media type {media_type!r} is not ingested; one of {types}."
+INGEST_BAD_CHARSET = "Charset {charset!r} is not read; the text must be UTF-8."
+INGEST_BAD_BASE64 = "The data: URL's base64 does not decode."
+INGEST_NOT_UTF8 = "The data: URL's text is not UTF-8."
+INGEST_BLANK = "Nothing to ingest: the text is blank."
+INGEST_TOO_MANY_PARTS = (
+    "The text splits into {count} parts at its top-level headings; one ingest makes at "
+    "most {max} contexts."
+)
+#: 501 not_faked: a http(s) URL. Worded so no one takes it for ContextQ's own answer.
+INGEST_NO_FETCH = (
+    "fake-contextq does not fetch URLs: this fake never reaches the network, so {url} was "
+    "not read and no ingest job was made. The real ContextQ is assumed to download the page "
+    "and ingest its text as a job. With the fake, send the text itself ('text') or as a "
+    "data: URL (text/plain or text/markdown)."
+)
+INGEST_UNTITLED = "Untitled"

@@ -13,12 +13,14 @@ from adapter import wire
 from fake_contextq.domain import quota, render
 from fake_contextq.domain.backend import ContextQBackend
 from fake_contextq.domain.embeddings import Embedder, checked, hashing_embedder
-from fake_contextq.domain.handoff import Summariser, builtin_summariser
+from fake_contextq.domain.handoff import Summariser
+from fake_contextq.domain.llm import Llm, server_llm
 from fake_contextq.domain.records import (
     AgentState,
     ApiKey,
     AuditRow,
     Context,
+    IngestJob,
     Lesson,
     Principal,
     Tenant,
@@ -63,30 +65,24 @@ class FakeContextQ:
         clock: Callable[[], datetime] | None = None,
         embeddings: bool = True,
         embed: Embedder | None = None,
-        llm: bool | Summariser | None = None,
+        llm: bool | Llm | Summariser | None = None,
     ) -> None:
         """State lives in memory unless ``database_url`` (a SQLAlchemy URL such as
         ``sqlite:///path.db``) or a ready ``store`` says otherwise. ``embeddings=False``
         stores lessons with no vector (boot falls back to recency); ``embed`` replaces the
         built-in 768-dimensional hashing embedder (a wrong dimension is refused here);
-        ``llm=True`` writes handoffs with a built-in deterministic summariser, a callable
-        writes them itself, and the default (no provider) answers handoffs with 503, as a
-        ContextQ without an LLM does."""
+        ``llm`` is the server's LLM provider, which writes handoffs, dreams, evolved
+        contexts and maps of content: ``True`` a built-in deterministic one
+        (``domain.llm.builtin_llm``), a callable gets each request's material
+        (``domain.llm.LlmMaterial``) and returns the text, and the default (no provider)
+        answers all four with 503, as a ContextQ without an LLM does."""
         if not embeddings:
             embedder = None
         elif embed is not None:
             embedder = checked(embed)
         else:
             embedder = hashing_embedder
-        summariser: Summariser | None
-        if llm is True:
-            summariser = builtin_summariser
-        elif llm is None or llm is False:
-            summariser = None
-        elif callable(llm):
-            summariser = llm
-        else:
-            raise TypeError(f"llm must be True, None or a callable, got {llm!r}")
+        hook = server_llm(llm)
         self._made: SqlStore | None = None  # a store made here is closed with the fake
         if database_url is not None:
             if store is not None:
@@ -95,7 +91,7 @@ class FakeContextQ:
 
             store = self._made = SqlStore(database_url)
         self.backend = ContextQBackend(
-            MemoryStore() if store is None else store, clock, embed=embedder, llm=summariser
+            MemoryStore() if store is None else store, clock, embed=embedder, llm=hook
         )
         self.journal = Journal()
         self.faults = Faults()
@@ -238,6 +234,12 @@ class FakeContextQ:
         """The tenant's Agent Memory Layer: ``.sessions`` (each ``.session``, its
         ``.checkpoints`` by seq and its ``.tasks``), ``.lessons`` and ``.handoffs``."""
         return self.backend.agent.state(_tenant_id(tenant))
+
+    def run_ingest_jobs(self) -> list[IngestJob]:
+        """Run every unfinished ingest job (of every tenant) to its end now, as if each had
+        been polled until done; the jobs, in id order. Without this, a job moves one step
+        per read of its status (``queued`` -> ``running`` -> ``done`` or ``failed``)."""
+        return self.backend.ingest.run_all()
 
     def audit_log(self) -> list[AuditRow]:
         """Every audit row, in chain order."""

@@ -21,7 +21,8 @@ from fake_contextq.domain import records as r
 from fake_contextq.domain.audit import AgentAction
 from fake_contextq.domain.embeddings import cosine
 from fake_contextq.domain.errors import ApiError, not_found
-from fake_contextq.domain.handoff import HandoffMaterial, Summariser
+from fake_contextq.domain.handoff import HandoffMaterial
+from fake_contextq.domain.llm import ServerLlm, unavailable
 from fake_contextq.domain.search import query_terms, snippet
 from fake_contextq.domain.store import Store
 
@@ -48,7 +49,7 @@ class AgentLayer:
         self,
         backend: Backend,
         embed: Callable[[str], tuple[float, ...]] | None,
-        llm: Summariser | None,
+        llm: ServerLlm | None,
     ) -> None:
         self.backend = backend
         self.embed = embed
@@ -294,7 +295,7 @@ class AgentLayer:
             if ws is None:  # checked before the LLM, as ContextQ does
                 raise ApiError(_msgs.NO_WORKSPACE, _msgs.NO_WORKSPACE_MSG)
             if self.llm is None:
-                raise ApiError(_msgs.LLM_UNAVAILABLE, _msgs.LLM_UNAVAILABLE_MSG)
+                raise unavailable("handoff")
             if session is None:
                 session = self.store.latest_session(p.tenant_id, ws.id)
             material = HandoffMaterial(
@@ -309,14 +310,7 @@ class AgentLayer:
                 ],
                 checkpoint=None if session is None else self.store.last_checkpoint(session.id),
             )
-            try:
-                content = self.llm(material)
-            except Exception as exc:  # a provider failure is a 503, as upstream
-                raise ApiError(
-                    _msgs.LLM_UNAVAILABLE, _msgs.LLM_FAILED_MSG.format(error=type(exc).__name__)
-                ) from None
-            if not isinstance(content, str) or not content.strip():
-                raise ApiError(_msgs.LLM_UNAVAILABLE, _msgs.LLM_EMPTY_MSG)
+            content = self.llm.write(material)  # a failure or no text: a 503
             handoff = r.Handoff(
                 id=self.store.next_id("agent_handoff"),
                 tenant_id=p.tenant_id,

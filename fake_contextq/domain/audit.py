@@ -41,9 +41,16 @@ class AuditAction:
     CONTEXT_UPDATE: Final = "context.update"
     CONTEXT_DELETE: Final = "context.delete"
     CONTEXT_BULK_UPSERT: Final = "context.bulk_upsert"
+    CONTEXT_IMPORT: Final = "context.import"
+    SAVED_SEARCH_CREATE: Final = "saved_search.create"
+    SAVED_SEARCH_UPDATE: Final = "saved_search.update"
+    SAVED_SEARCH_DELETE: Final = "saved_search.delete"
     WORKSPACE_CREATE: Final = "workspace.create"
     WORKSPACE_ARCHIVE: Final = "workspace.archive"
     WORKSPACE_DELETE: Final = "workspace.delete"
+    CONTEXT_DREAM: Final = "context.dream"
+    CONTEXT_EVOLVE: Final = "context.evolve"
+    MOC_REGENERATE: Final = "moc.regenerate"
 
 
 class AgentAction:
@@ -56,6 +63,15 @@ class AgentAction:
     TASK_TICK: Final = "agent.task.tick"
     LESSON_ADD: Final = "agent.lesson.add"
     HANDOFF: Final = "agent.handoff"
+
+
+class PkmAction:
+    """[assumed] audit ``action`` names of links and ingest jobs."""
+
+    LINK_CREATE: Final = "context.link"
+    INGEST_SUBMIT: Final = "ingest.submit"
+    INGEST_DONE: Final = "ingest.done"  # the job made its contexts (actor: its submitter)
+    INGEST_FAILED: Final = "ingest.failed"
 
 
 def chain_row(

@@ -21,8 +21,14 @@ from fake_contextq.domain import audit, auth, keys, parse, quota
 from fake_contextq.domain import records as r
 from fake_contextq.domain import search as ranking
 from fake_contextq.domain.agent import AgentLayer
+from fake_contextq.domain.chunking import chunk_content
 from fake_contextq.domain.errors import ApiError, not_found, unauthorized
 from fake_contextq.domain.handoff import Summariser
+from fake_contextq.domain.ingest import IngestLayer
+from fake_contextq.domain.links import LinkLayer
+from fake_contextq.domain.llm import Llm, ServerLlm
+from fake_contextq.domain.pkm import PkmLayer
+from fake_contextq.domain.saved_searches import SavedSearches
 from fake_contextq.domain.search import query_terms, snippet
 from fake_contextq.domain.store import Store
 
@@ -48,11 +54,18 @@ class ContextQBackend:
         clock: Callable[[], datetime] | None = None,
         *,
         embed: Callable[[str], tuple[float, ...]] | None = None,
-        llm: Summariser | None = None,
+        llm: ServerLlm | Llm | Summariser | None = None,
     ) -> None:
         self.store: Store = store
         self.clock = clock or _utcnow
+        if llm is not None and not isinstance(llm, ServerLlm):
+            llm = ServerLlm(llm)
+        self.llm: ServerLlm | None = llm  # the server's LLM provider, None when it has none
         self.agent = AgentLayer(self, embed, llm)
+        self.saved_searches = SavedSearches(self)
+        self.pkm = PkmLayer(self, llm)
+        self.links = LinkLayer(self)
+        self.ingest = IngestLayer(self)
         self._verified = auth.VerifiedKeys()
         self._vectors = ranking.VectorCache()
 
@@ -192,8 +205,12 @@ class ContextQBackend:
             self.audit(p, audit.AuditAction.CONTEXT_CREATE, "context", str(context.id))
             return context
 
-    def list_contexts(self, p: r.Principal, params: Mapping[str, str]) -> r.Page:
+    def list_contexts(
+        self, p: r.Principal, params: Mapping[str, str], *, types: tuple[str, ...] = ()
+    ) -> r.Page:
         query = parse.parse_list_query(params)
+        if types:
+            query = replace(query, types=types)
         with self.store.transaction():
             workspace_id = None
             if query.workspace is not None:
@@ -239,9 +256,22 @@ class ContextQBackend:
 
     def bulk_upsert(self, p: r.Principal, body: Body) -> r.BulkResult:
         items = parse.parse_bulk_body(body)
+        return self._upsert_all(p, items, audit.AuditAction.CONTEXT_BULK_UPSERT)
+
+    def import_contexts(self, p: r.Principal, body: Body) -> r.BulkResult:
+        """[assumed] ``ctx_import``: a bulk upsert whose items need no ``externalId`` (one
+        without is always created); the same limits, quota and all-or-nothing answer."""
+        items = parse.parse_bulk_body(body, external_id_required=False)
+        return self._upsert_all(p, items, audit.AuditAction.CONTEXT_IMPORT)
+
+    def _upsert_all(self, p: r.Principal, items: list[r.ContextInput], action: str) -> r.BulkResult:
+        """Create or update every item in one transaction: all of them, or (over the quota,
+        which counts only the rows created) none; one audit row."""
         with self.store.transaction():
             existing = [
-                self.store.context_by_external(p.tenant_id, item.external_id or "")
+                None
+                if item.external_id is None
+                else self.store.context_by_external(p.tenant_id, item.external_id)
                 for item in items
             ]
             adding = sum(1 for old in existing if old is None)
@@ -253,8 +283,33 @@ class ContextQBackend:
                 )
                 self.store.put_context(context)
                 out.append(context)
-            self.audit(p, audit.AuditAction.CONTEXT_BULK_UPSERT, "context", None)
+            self.audit(p, action, "context", None)
             return r.BulkResult(created=adding, updated=len(items) - adding, items=out)
+
+    def context_chunks(self, p: r.Principal, raw_id: str | int) -> tuple[r.Context, list[r.Chunk]]:
+        """The chunks a context is embedded by (``chunking.chunk_content``)."""
+        context = self.get_context(p, raw_id)
+        return context, chunk_content(context.content)
+
+    def list_mocs(self, p: r.Principal, params: Mapping[str, str]) -> r.Page:
+        """[assumed] ``GET /api/mocs``: the list of contexts of the map-of-content types
+        (``wire.MOC_TYPES``), with the list's filters and paging (a ``type`` is ignored)."""
+        own = {name: value for name, value in params.items() if name != "type"}
+        return self.list_contexts(p, own, types=wire.MOC_TYPES)
+
+    def add_contexts(self, p: r.Principal, items: list[r.ContextInput]) -> list[r.Context]:
+        """New contexts from valid create items, inside the caller's transaction: the
+        quota is checked before any is written (a 402 writes none). No audit row: the
+        caller writes its own."""
+        self._ensure_room(p, len(items))
+        made = [self._new_context(p.tenant_id, item) for item in items]
+        for context in made:
+            self.store.put_context(context)
+        return made
+
+    def context_in(self, tenant_id: int, context_id: int) -> r.Context:
+        """The tenant's context of that id, inside the caller's transaction, or a 404."""
+        return self._context(tenant_id, context_id)
 
     def search(self, p: r.Principal, body: Body) -> list[r.SearchHit]:
         query = parse.parse_search_body(body)

@@ -46,6 +46,22 @@ class ValidationFailed(ApiError):
         return f"{self.message} {listed}" if listed else self.message
 
 
+class NotFaked(ApiError):
+    """501 ``not_faked`` (the fake's own code): a request ContextQ is assumed to serve by
+    something this fake never does, such as fetching a URL; the message says which."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(_msgs.NOT_FAKED, message, **details)
+
+    @property
+    def status(self) -> int:
+        return NOT_FAKED_STATUS
+
+
+#: [the fake's own] the status of ``NotFaked``: Not Implemented, by this fake.
+NOT_FAKED_STATUS = 501
+
+
 class AuditChainError(AssertionError):
     """Raised by ``verify_audit_chain`` at the first row that breaks the chain."""
 

@@ -40,9 +40,11 @@ def parse_context_body(raw: Body, *, create: bool) -> r.ContextInput:
     return _context_input(shape.read(raw))
 
 
-def parse_bulk_body(raw: Body) -> list[r.ContextInput]:
-    """``{"contexts": [...]}``, 1..500 items, each a create body with ``externalId``."""
-    return [_context_input(item) for item in shapes.BULK_UPSERT.read(raw)["contexts"]]
+def parse_bulk_body(raw: Body, *, external_id_required: bool = True) -> list[r.ContextInput]:
+    """``{"contexts": [...]}``, 1..500 items, each a create body with ``externalId`` (an
+    import's may leave it out: ``external_id_required=False``)."""
+    shape = shapes.BULK_UPSERT if external_id_required else shapes.IMPORT
+    return [_context_input(item) for item in shape.read(raw)["contexts"]]
 
 
 def parse_list_query(params: Mapping[str, str]) -> r.ListQuery:

@@ -111,6 +111,33 @@ class ListQuery:
     type: str | None = None
     limit: int = 50
     offset: int = 0
+    types: tuple[str, ...] = ()  # when given: only contexts of one of these types
+
+
+@dataclass(frozen=True, slots=True)
+class SavedSearch:
+    """A tenant's named ``POST /api/search`` body; ``None``: the field is not sent."""
+
+    id: int
+    tenant_id: int
+    name: str
+    query: str
+    type: str | None
+    workspace: str | None
+    tags: tuple[str, ...]
+    limit: int | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One chunk of a context's content: ``text`` is ``content[start:end]``."""
+
+    index: int
+    start: int
+    end: int
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +158,14 @@ class Page:
 
 
 @dataclass(frozen=True, slots=True)
+class SavedSearchPage:
+    items: list[SavedSearch]
+    total: int
+    limit: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
 class SearchHit:
     context: Context
     score: float
@@ -142,6 +177,17 @@ class BulkResult:
     created: int
     updated: int
     items: list[Context]
+
+
+@dataclass(frozen=True, slots=True)
+class MocRegeneration:
+    """What one MOC regeneration did to a workspace's generated MOCs."""
+
+    workspace: str
+    created: list[Context]
+    updated: list[Context]
+    unchanged: list[Context]
+    removed: list[int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,3 +291,47 @@ class BootPack:
     tokens_used: int
     truncated: bool
     lesson_scores: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextLink:
+    """A directed link between two contexts of one tenant, named by its relation."""
+
+    id: int
+    tenant_id: int
+    source_id: int
+    target_id: int
+    relation: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """The links of one context, both directions, each with the context at its other end."""
+
+    context: Context
+    outgoing: list[tuple[ContextLink, Context]]
+    incoming: list[tuple[ContextLink, Context]]
+
+
+@dataclass(frozen=True, slots=True)
+class IngestJob:
+    """An ingest job: the parts its text was split into (``titles[i]``, ``contents[i]``),
+    what each context it makes gets, its state, and what it made or why it failed."""
+
+    id: int
+    tenant_id: int
+    actor_key_prefix: str | None  # the key that asked: the audit row of its completion names it
+    status: str
+    source: str  # "text" or "data"
+    media_type: str
+    type: str
+    tags: tuple[str, ...]
+    workspace: str | None  # as asked; resolved when the contexts are made
+    titles: tuple[str, ...]
+    contents: tuple[str, ...]
+    context_ids: tuple[int, ...]
+    failure_code: str | None
+    failure_message: str | None
+    created_at: datetime
+    updated_at: datetime

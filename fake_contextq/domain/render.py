@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from adapter.wire import CONTEXT_WIRE_NAMES, WORKSPACE_WIRE_NAMES, timestamp, well_formed_json
+from adapter.wire import (
+    CHUNK_MAX_CHARS,
+    CHUNK_OVERLAP_CHARS,
+    CONTEXT_WIRE_NAMES,
+    WORKSPACE_WIRE_NAMES,
+    timestamp,
+    well_formed_json,
+)
 from fake_contextq.domain import records as r
 from fake_contextq.domain._fragments import Fragments, to_text
 
@@ -209,4 +216,114 @@ def boot_json(pack: r.BootPack) -> dict[str, Any]:
         "token_budget": pack.token_budget,
         "tokens_used": pack.tokens_used,
         "truncated": pack.truncated,
+    }
+
+
+# ----- the ctx_import, ctx_chunks and saved-search answers ([assumed]: camelCase, as a
+# context's) -----
+
+
+def saved_search_json(s: r.SavedSearch) -> dict[str, Any]:
+    return {
+        "id": s.id,
+        "name": s.name,
+        "query": s.query,
+        "type": s.type,
+        "workspace": s.workspace,
+        "tags": list(s.tags),
+        "limit": s.limit,
+        "createdAt": timestamp(s.created_at),
+        "updatedAt": timestamp(s.updated_at),
+    }
+
+
+def saved_searches_json(page: r.SavedSearchPage) -> dict[str, Any]:
+    return {
+        "items": [saved_search_json(s) for s in page.items],
+        "total": page.total,
+        "limit": page.limit,
+        "offset": page.offset,
+    }
+
+
+def chunks_json(found: tuple[r.Context, Sequence[r.Chunk]]) -> dict[str, Any]:
+    context, chunks = found
+    return {
+        "contextId": context.id,
+        "chunkSize": CHUNK_MAX_CHARS,
+        "overlap": CHUNK_OVERLAP_CHARS,
+        "total": len(chunks),
+        "chunks": [
+            {"index": c.index, "start": c.start, "end": c.end, "text": c.text} for c in chunks
+        ],
+    }
+
+
+def moc_regeneration_json(done: r.MocRegeneration) -> dict[str, Any]:
+    """[assumed] What a MOC regeneration did: the MOCs it created, updated and left as
+    they were (summaries, no content), and the ids of those it removed."""
+    return {
+        "workspace": done.workspace,
+        "created": [context_json(c, with_content=False) for c in done.created],
+        "updated": [context_json(c, with_content=False) for c in done.updated],
+        "unchanged": [context_json(c, with_content=False) for c in done.unchanged],
+        "removed": list(done.removed),
+    }
+
+
+# ----- links and ingest jobs: [assumed] camelCase, as the contexts' -----
+
+
+def link_json(link: r.ContextLink) -> dict[str, Any]:
+    return {
+        "id": link.id,
+        "sourceId": link.source_id,
+        "targetId": link.target_id,
+        "relation": link.relation,
+        "createdAt": timestamp(link.created_at),
+    }
+
+
+def _linked(link: r.ContextLink, other: r.Context) -> dict[str, Any]:
+    return {
+        "id": link.id,
+        "relation": link.relation,
+        "createdAt": timestamp(link.created_at),
+        "context": context_json(other, with_content=False),
+    }
+
+
+def links_json(links: r.Links) -> dict[str, Any]:
+    """A context's links: ``outgoing`` (it is the source) and ``incoming`` (the target),
+    each with the summary of the context at the other end."""
+    return {
+        "context": context_json(links.context, with_content=False),
+        "outgoing": [_linked(link, other) for link, other in links.outgoing],
+        "incoming": [_linked(link, other) for link, other in links.incoming],
+    }
+
+
+def ingest_job_json(done: tuple[r.IngestJob, Sequence[r.Context]]) -> dict[str, Any]:
+    """A job and the summaries of the contexts it made that still exist (``contextIds``
+    lists every one it made)."""
+    job, made = done
+    failure = (
+        None
+        if job.failure_code is None
+        else {"code": job.failure_code, "message": job.failure_message}
+    )
+    return {
+        "id": job.id,
+        "status": job.status,
+        "source": job.source,
+        "mediaType": job.media_type,
+        "type": job.type,
+        "tags": list(job.tags),
+        "workspace": job.workspace,
+        "parts": len(job.titles),
+        "contextIds": list(job.context_ids),
+        "contexts": [context_json(c, with_content=False) for c in made],
+        "failure": failure,
+        "createdAt": timestamp(job.created_at),
+        "updatedAt": timestamp(job.updated_at),
     }

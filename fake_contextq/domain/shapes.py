@@ -36,9 +36,17 @@ __all__ = [
     "CHECKPOINT",
     "CONTEXT_CREATE",
     "CONTEXT_UPDATE",
+    "DREAM",
+    "EVOLVE",
     "HANDOFF",
+    "IMPORT",
+    "INGEST",
     "LESSON",
+    "LINK",
     "LIST_QUERY",
+    "REGENERATE_MOCS",
+    "SAVED_SEARCH_CREATE",
+    "SAVED_SEARCH_UPDATE",
     "SEARCH",
     "SESSION_END",
     "SESSION_START",
@@ -148,11 +156,17 @@ class Text(Field):
 
 @dataclass(frozen=True, kw_only=True)
 class Choice(Field):
-    """One string of ``options``."""
+    """One string of ``options`` (``nullable``: or null, read as not given)."""
 
     options: tuple[str, ...]
+    nullable: bool = False
+
+    def takes_null(self) -> bool:
+        return self.nullable
 
     def read(self, reader: _validate.Reader) -> str | None:
+        if self.nullable and reader.has(self.name) and reader.obj[self.name] is None:
+            return None
         return reader.enum(self.name, self.options, required=self.required)
 
     def value_schema(self) -> Schema:
@@ -219,8 +233,14 @@ class Integer(Field):
     minimum: int
     maximum: int
     or_else: int | None = None
+    nullable: bool = False
+
+    def takes_null(self) -> bool:
+        return self.nullable
 
     def read(self, reader: _validate.Reader) -> int | None:
+        if self.nullable and reader.has(self.name) and reader.obj[self.name] is None:
+            return None
         return reader.integer(
             self.name, required=self.required, minimum=self.minimum, maximum=self.maximum
         )
@@ -422,6 +442,32 @@ BULK_UPSERT = Shape(
         unique_message=_msgs.DUPLICATE_IN_BATCH,
     )
 )
+#: ``ctx_import``'s ``{"contexts": [...]}``: create bodies whose ``externalId`` is optional
+#: (one given updates that context, as in a bulk upsert; none given creates one).
+IMPORT = Shape(
+    Items(
+        name="contexts",
+        required=True,
+        shape=_context(create=True, external_id_required=False),
+        min_items=1,
+        max_items=wire.IMPORT_MAX_ITEMS,
+        unique="externalId",
+        unique_message=_msgs.DUPLICATE_IN_BATCH,
+    )
+)
+#: A saved search: a name and the fields of a search body, each filter nullable (on an
+#: update, null drops it); a create needs the name and the query.
+SAVED_SEARCH_UPDATE = Shape(
+    Text(name="name", min_len=1, max_len=wire.MAX_SAVED_SEARCH_NAME_CHARS),
+    Text(name="query", min_len=1, max_len=wire.MAX_QUERY_CHARS),
+    Choice(name="type", options=wire.SEARCH_TYPES, nullable=True),
+    Text(name="workspace", nullable=True, min_len=1, max_len=wire.MAX_WORKSPACE_SLUG_CHARS),
+    Strings(name="tags", max_items=wire.MAX_TAGS, max_item_len=wire.MAX_TAG_CHARS),
+    Integer(name="limit", minimum=1, maximum=wire.SEARCH_MAX_LIMIT, nullable=True),
+)
+SAVED_SEARCH_CREATE = SAVED_SEARCH_UPDATE.with_fields(
+    _required(SAVED_SEARCH_UPDATE.field("name")), _required(SAVED_SEARCH_UPDATE.field("query"))
+)
 #: [seed] ``workspace`` and ``tag`` filters; the rest [assumed]. Read by ``read_query``.
 LIST_QUERY = Shape(
     Choice(name="type", options=wire.CONTEXT_TYPES),
@@ -497,4 +543,48 @@ BOOT = Shape(
         maximum=wire.MAX_TOKEN_BUDGET,
         or_else=wire.DEFAULT_TOKEN_BUDGET,
     ),
+)
+
+# ----- the LLM-written PKM operations: every field and limit [assumed]; no body is {} -----
+
+DREAM = Shape(
+    WORKSPACE,
+    Text(name="since", nullable=True, min_len=1, max_len=wire.MAX_SINCE_CHARS),
+    Integer(
+        name="limit", minimum=1, maximum=wire.DREAM_MAX_SOURCES, or_else=wire.DREAM_DEFAULT_SOURCES
+    ),
+    optional_body=True,
+)
+EVOLVE = Shape(
+    replace(TEXT, name="instruction"),
+    Integer(
+        name="limit",
+        minimum=1,
+        maximum=wire.EVOLVE_MAX_SOURCES,
+        or_else=wire.EVOLVE_DEFAULT_SOURCES,
+    ),
+    optional_body=True,
+)
+REGENERATE_MOCS = Shape(WORKSPACE, optional_body=True)
+
+# ----- links and ingest: every field and limit [assumed] -----
+
+LINK = Shape(
+    Integer(name="targetId", required=True, minimum=1, maximum=wire.MAX_ID),
+    Text(
+        name="relation",
+        min_len=1,
+        max_len=wire.LINK_RELATION_MAX_CHARS,
+        pattern=wire.LINK_RELATION_RE,
+        pattern_message=_msgs.BAD_RELATION.format(max=wire.LINK_RELATION_MAX_CHARS),
+    ),
+)
+#: exactly one of ``text`` and ``url`` (checked after: a schema says it with ``oneOf``)
+INGEST = Shape(
+    Text(name="text", max_bytes=wire.INGEST_MAX_TEXT_BYTES),
+    Text(name="url", min_len=1, max_len=wire.INGEST_MAX_URL_CHARS),
+    Text(name="title", nullable=True, min_len=1, max_len=wire.MAX_TITLE_CHARS),
+    Choice(name="type", options=wire.CONTEXT_TYPES),
+    TAGS,
+    WORKSPACE,
 )

@@ -214,14 +214,6 @@ async def _generic(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
     return await _json(rest, route, path=path, body=rest_args)
 
 
-async def _save(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
-    body = _fields(args, wire.CONTEXT_FIELDS)
-    body.setdefault("type", MCP_SAVE_DEFAULT_TYPE)
-    if "title" not in body and isinstance(body.get("content"), str):
-        body["title"] = mcp_save_title(body["content"])
-    return await _json(rest, tool.route, body=body)
-
-
 async def _get(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
     if "externalId" in args:
         route = wire.Routes.GET_CONTEXT_BY_EXTERNAL
@@ -231,6 +223,11 @@ async def _get(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
 
 async def _update(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
     body = _fields(args, wire.CONTEXT_FIELDS)
+    return await _json(rest, tool.route, path={"context_id": args["id"]}, body=body)
+
+
+async def _evolve(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
+    body = _fields(args, ("instruction", "limit"))
     return await _json(rest, tool.route, path={"context_id": args["id"]}, body=body)
 
 
@@ -292,8 +289,62 @@ async def _stats(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
     return {"total": total, "byType": by_type}  # [assumed] the shape of ctx_stats
 
 
+def _saved_item(item: Any) -> Any:
+    """An item as ``ctx_save`` sends one: the default type and a title from the content
+    when not given (an item that is not an object goes as it is, for REST to refuse)."""
+    if not isinstance(item, Mapping):
+        return item
+    body = _fields(item, wire.CONTEXT_FIELDS)
+    body.setdefault("type", MCP_SAVE_DEFAULT_TYPE)
+    if "title" not in body and isinstance(body.get("content"), str):
+        body["title"] = mcp_save_title(body["content"])
+    return body
+
+
+async def _save(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
+    return await _json(rest, tool.route, body=_saved_item(args))
+
+
+async def _import(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
+    """[assumed] Each item filled as ``ctx_save`` fills one, then one import."""
+    items = [_saved_item(item) for item in args["contexts"]]
+    return await _json(rest, tool.route, body=wire.bulk_body(items))
+
+
+def _by_id(path_name: str) -> Call:
+    """A tool whose ``id`` argument is the route's one path parameter; the other arguments
+    are the body (a GET or DELETE has none). A DELETE's 204 says what it deleted."""
+
+    async def call(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
+        route = tool.route
+        path = {path_name: args["id"]}
+        if route.method == "DELETE":
+            await _json(rest, route, want=None, path=path)
+            return {"deleted": True, "id": args["id"]}  # [assumed] REST answers 204, no body
+        if route.method == "GET":
+            return await _json(rest, route, path=path)
+        body = {k: v for k, v in args.items() if k != "id"}
+        return await _json(rest, route, path=path, body=body)
+
+    return call
+
+
+async def _link(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
+    body = _fields(args, ("targetId", "relation"))
+    return await _json(rest, tool.route, path={"context_id": args["id"]}, body=body)
+
+
+async def _links(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
+    return await _json(rest, tool.route, path={"context_id": args["id"]})
+
+
+async def _ingest_status(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
+    return await _json(rest, tool.route, path={"job_id": args["jobId"]})
+
+
 Call = Callable[[Rest, McpTool, Mapping[str, Any]], Awaitable[Any]]
 
+_SAVED_SEARCH = _by_id("search_id")
 CALLS: Mapping[str, Call] = {
     "ctx_save": _save,
     "ctx_get": _get,
@@ -301,6 +352,17 @@ CALLS: Mapping[str, Call] = {
     "ctx_delete": _delete,
     "ctx_list": _list,
     "ctx_stats": _stats,
+    "ctx_import": _import,
+    "ctx_chunks": _by_id("context_id"),
+    "ctx_saved_searches_get": _SAVED_SEARCH,
+    "ctx_saved_searches_update": _SAVED_SEARCH,
+    "ctx_saved_searches_delete": _SAVED_SEARCH,
+    "ctx_saved_searches_run": _SAVED_SEARCH,
+    "ctx_run_saved_search": _SAVED_SEARCH,
+    "ctx_evolve": _evolve,
+    "ctx_link": _link,
+    "ctx_links": _links,
+    "ctx_ingest_status": _ingest_status,
 }
 
 

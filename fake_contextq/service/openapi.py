@@ -28,6 +28,8 @@ PATH_PARAMETERS: dict[str, oa.Schema] = {
     "slug": {"type": "string"},
     "session_id": _DIGITS,
     "task_id": _DIGITS,
+    "search_id": _DIGITS,
+    "job_id": _DIGITS,
 }
 
 

@@ -189,3 +189,162 @@ BOOT: Schema = _object(
 )
 SESSION_ID_PARAM: Schema = path_param("session_id", {"type": "string", "pattern": "^[0-9]+$"})
 TASK_ID_PARAM: Schema = path_param("task_id", {"type": "string", "pattern": "^[0-9]+$"})
+
+
+# ----- import, chunks, saved searches ([assumed] all) -----
+
+IMPORT: Schema = shapes.IMPORT.json_schema()
+SAVED_SEARCH_CREATE: Schema = shapes.SAVED_SEARCH_CREATE.json_schema()
+SAVED_SEARCH_UPDATE: Schema = shapes.SAVED_SEARCH_UPDATE.json_schema()
+SAVED_SEARCH: Schema = {
+    "type": "object",
+    "required": [*wire.SAVED_SEARCH_FIELDS, "id", "createdAt", "updatedAt"],
+    "properties": {
+        "id": {"type": "integer"},
+        "name": {"type": "string"},
+        "query": {"type": "string"},
+        "type": {"type": ["string", "null"], "enum": [*wire.SEARCH_TYPES, None]},
+        "workspace": {"type": ["string", "null"]},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "limit": {"type": ["integer", "null"]},
+        "createdAt": _TIMESTAMP,
+        "updatedAt": _TIMESTAMP,
+    },
+}
+
+# ----- links and ingest jobs: [assumed] -----
+
+_RELATION: Schema = {
+    "type": "string",
+    "pattern": f"^{wire.LINK_RELATION_RE.pattern}$",
+    "minLength": 1,
+    "maxLength": wire.LINK_RELATION_MAX_CHARS,
+}
+LINK_BODY: Schema = shapes.LINK.json_schema()
+LINK: Schema = {
+    "type": "object",
+    "required": ["id", "sourceId", "targetId", "relation", "createdAt"],
+    "properties": {
+        "id": {"type": "integer"},
+        "sourceId": {"type": "integer"},
+        "targetId": {"type": "integer"},
+        "relation": {"type": "string"},
+        "createdAt": _TIMESTAMP,
+    },
+}
+_LINKED: Schema = {
+    "type": "object",
+    "required": ["id", "relation", "createdAt", "context"],
+    "properties": {
+        "id": {"type": "integer"},
+        "relation": {"type": "string"},
+        "createdAt": _TIMESTAMP,
+        "context": CONTEXT_SUMMARY,
+    },
+}
+LINKS: Schema = {
+    "type": "object",
+    "required": ["context", "outgoing", "incoming"],
+    "properties": {
+        "context": CONTEXT_SUMMARY,
+        "outgoing": {"type": "array", "items": _LINKED},
+        "incoming": {"type": "array", "items": _LINKED},
+    },
+}
+INGEST_BODY: Schema = {
+    **shapes.INGEST.json_schema(),
+    "oneOf": [{"required": ["text"]}, {"required": ["url"]}],
+}
+INGEST_JOB: Schema = {
+    "type": "object",
+    "required": [
+        "id",
+        "status",
+        "source",
+        "mediaType",
+        "type",
+        "tags",
+        "workspace",
+        "parts",
+        "contextIds",
+        "contexts",
+        "failure",
+        "createdAt",
+        "updatedAt",
+    ],
+    "properties": {
+        "id": {"type": "integer"},
+        "status": {"type": "string", "enum": list(wire.INGEST_STATUSES)},
+        "source": {"type": "string", "enum": ["text", "data"]},
+        "mediaType": {"type": "string", "enum": list(wire.INGEST_MEDIA_TYPES)},
+        "type": {"type": "string", "enum": list(wire.CONTEXT_TYPES)},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "workspace": {"type": ["string", "null"]},
+        "parts": {"type": "integer", "minimum": 1, "maximum": wire.INGEST_MAX_PARTS},
+        "contextIds": {"type": "array", "items": {"type": "integer"}},
+        "contexts": {"type": "array", "items": CONTEXT_SUMMARY},
+        "failure": {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "required": ["code", "message"],
+                    "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+                },
+                {"type": "null"},
+            ]
+        },
+        "createdAt": _TIMESTAMP,
+        "updatedAt": _TIMESTAMP,
+    },
+}
+SAVED_SEARCHES: Schema = {
+    "type": "object",
+    "required": ["items", "total", "limit", "offset"],
+    "properties": {
+        "items": {"type": "array", "maxItems": wire.LIST_MAX_LIMIT, "items": SAVED_SEARCH},
+        "total": {"type": "integer", "minimum": 0},
+        "limit": {"type": "integer"},
+        "offset": {"type": "integer"},
+    },
+}
+CHUNKS: Schema = {
+    "type": "object",
+    "required": ["contextId", "chunkSize", "overlap", "total", "chunks"],
+    "properties": {
+        "contextId": {"type": "integer"},
+        "chunkSize": {"type": "integer"},
+        "overlap": {"type": "integer"},
+        "total": {"type": "integer", "minimum": 0},
+        "chunks": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["index", "start", "end", "text"],
+                "properties": {
+                    "index": {"type": "integer", "minimum": 0},
+                    "start": {"type": "integer", "minimum": 0},
+                    "end": {"type": "integer", "minimum": 0},
+                    "text": {"type": "string"},
+                },
+            },
+        },
+    },
+}
+
+# ----- the LLM-written PKM operations (all [assumed]) -----
+
+DREAM_BODY: Schema = shapes.DREAM.json_schema()
+EVOLVE_BODY: Schema = shapes.EVOLVE.json_schema()
+REGENERATE_MOCS_BODY: Schema = shapes.REGENERATE_MOCS.json_schema()
+_SUMMARIES: Schema = {"type": "array", "items": CONTEXT_SUMMARY}
+MOC_REGENERATION: Schema = {
+    "type": "object",
+    "required": ["workspace", "created", "updated", "unchanged", "removed"],
+    "properties": {
+        "workspace": {"type": "string"},
+        "created": _SUMMARIES,
+        "updated": _SUMMARIES,
+        "unchanged": _SUMMARIES,
+        "removed": {"type": "array", "items": {"type": "integer"}},
+    },
+}

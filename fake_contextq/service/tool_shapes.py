@@ -110,21 +110,7 @@ CONTEXT_FIELDS: Final = {
 
 # [public] tools the real server has that this project does not model: a fake advertises
 # none of them, and the docs (docs/how-to/mcp.md) list them as not faked.
-MCP_TOOLS_NOT_FAKED: Final = (
-    "ctx_import",
-    "ctx_dream",
-    "ctx_link",
-    "ctx_links",
-    "ctx_evolve",
-    "ctx_chunks",
-    "ctx_mocs",
-    "ctx_regenerate_mocs",
-    "ctx_saved_searches_*",
-    "ctx_run_saved_search",
-    "ctx_ingest",
-    "ctx_ingest_status",
-    "ctx_event*",
-)
+MCP_TOOLS_NOT_FAKED: Final = ("ctx_event*",)
 
 # [assumed] ctx_save needs only content (public); REST needs a type and a title, so the
 # server fills them: this type, and the content's first non-blank line cut to this length.
@@ -370,4 +356,175 @@ AGENT_BOOT: Final = Exposure(
         ["goal"],
     ),
     "seed",
+)
+
+
+# ----- Bulk, PKM and saved searches: the public page names them; [assumed] every parameter.
+# Each tool's output schema is its operation's answer schema unless it says otherwise.
+
+CTX_IMPORT: Final = Exposure(
+    "ctx_import",
+    "Import many contexts in one call (all or none); each needs only content, as ctx_save. "
+    "An item whose externalId is known updates that context; any other is created.",
+    schema(
+        {
+            "contexts": {
+                "type": "array",
+                "items": schema(CONTEXT_FIELDS, ["content"]),
+                "minItems": 1,
+                "maxItems": wire.IMPORT_MAX_ITEMS,
+            }
+        },
+        ["contexts"],
+    ),
+    "assumed",
+)
+
+CTX_CHUNKS: Final = Exposure(
+    "ctx_chunks",
+    "The chunks a context's content is split into for embedding, in order.",
+    schema({"id": ID}, ["id"]),
+    "assumed",
+)
+
+CTX_MOCS: Final = Exposure(
+    "ctx_mocs",
+    "List map-of-content contexts (types moc and map), oldest first, as ctx_list pages.",
+    schema(
+        {
+            "workspace": WORKSPACE,
+            "tag": STR,
+            "limit": CTX_LIST.input_schema["properties"]["limit"],
+            "offset": CTX_LIST.input_schema["properties"]["offset"],
+        }
+    ),
+    "assumed",
+)
+
+# ----- links and ingest: [assumed] every parameter (the public page names the tools only) -----
+
+CTX_LINK: Final = Exposure(
+    "ctx_link",
+    "Link a context to another of yours with a relation (default 'related'); "
+    "a link is directed, from id to targetId.",
+    schema(
+        {
+            "id": ID,
+            "targetId": ID,
+            "relation": {
+                "type": "string",
+                "description": "lowercase letters, digits, '_' and '-', e.g. supports, part_of",
+                "maxLength": wire.LINK_RELATION_MAX_CHARS,
+                "default": wire.LINK_DEFAULT_RELATION,
+            },
+        },
+        ["id", "targetId"],
+    ),
+    "assumed",
+)
+#: What ``ctx_link`` answers (``structuredContent``): the new link.
+
+CTX_LINKS: Final = Exposure(
+    "ctx_links",
+    "The links of a context, both directions: outgoing (it links to) and incoming "
+    "(linked to it), each with the other context's summary.",
+    schema({"id": ID}, ["id"]),
+    "assumed",
+)
+#: What ``ctx_links`` answers: the context's summary, its outgoing and incoming links.
+
+CTX_INGEST: Final = Exposure(
+    "ctx_ingest",
+    "Ingest markdown text (or a data: URL of text/plain or text/markdown) as contexts, one "
+    "per top-level heading, as a job: poll ctx_ingest_status with its id.",
+    schema(
+        {
+            "text": {"type": "string", "description": "markdown, split at each '# ' heading"},
+            "url": {"type": "string", "description": "a data: URL (this fake fetches no http)"},
+            "title": {"type": "string", "description": "the title of text before a heading"},
+            "type": {"type": "string", "enum": list(wire.CONTEXT_TYPES)},
+            "tags": TAGS,
+            "workspace": WORKSPACE,
+        }
+    ),
+    "assumed",
+)
+
+_SEARCH_TYPE: Final = {"type": "string", "enum": list(wire.SEARCH_TYPES)}
+_SAVED_FIELDS: Final = {
+    "name": {"type": "string", "description": "unique per tenant"},
+    "query": STR,
+    "type": _SEARCH_TYPE,
+    "workspace": WORKSPACE,
+    "tags": TAGS,
+    "limit": CTX_SEARCH.input_schema["properties"]["limit"],
+}
+# an update may send null to drop a filter
+_NULLABLE_FIELDS: Final = {
+    **_SAVED_FIELDS,
+    "type": {"type": ["string", "null"], "enum": [*wire.SEARCH_TYPES, None]},
+    "workspace": {"type": ["string", "null"], "description": "workspace slug"},
+    "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": wire.SEARCH_MAX_LIMIT},
+}
+
+CTX_SAVED_SEARCHES_LIST: Final = Exposure(
+    "ctx_saved_searches_list",
+    "List the saved searches, oldest first.",
+    schema(
+        {
+            "limit": CTX_LIST.input_schema["properties"]["limit"],
+            "offset": CTX_LIST.input_schema["properties"]["offset"],
+        }
+    ),
+    "assumed",
+)
+
+CTX_SAVED_SEARCHES_CREATE: Final = Exposure(
+    "ctx_saved_searches_create",
+    "Save a ctx_search query and its filters under a name, to run again later.",
+    schema(_SAVED_FIELDS, ["name", "query"]),
+    "assumed",
+)
+
+CTX_SAVED_SEARCHES_GET: Final = Exposure(
+    "ctx_saved_searches_get",
+    "Read one saved search by its id.",
+    schema({"id": ID}, ["id"]),
+    "assumed",
+)
+
+CTX_SAVED_SEARCHES_UPDATE: Final = Exposure(
+    "ctx_saved_searches_update",
+    "Change fields of a saved search; fields not given keep their value, null drops a filter.",
+    schema({"id": ID, **_NULLABLE_FIELDS}, ["id"]),
+    "assumed",
+)
+
+CTX_SAVED_SEARCHES_DELETE: Final = Exposure(
+    "ctx_saved_searches_delete",
+    "Delete a saved search by its id.",
+    schema({"id": ID}, ["id"]),
+    "assumed",
+    destructive=True,
+    output_schema={  # [assumed] REST answers 204, no body
+        "type": "object",
+        "required": ["deleted", "id"],
+        "properties": {"deleted": {"type": "boolean", "const": True}, "id": ID},
+    },
+)
+
+_RUN_DESCRIPTION: Final = "Run a saved search: what ctx_search answers for its query and filters."
+CTX_SAVED_SEARCHES_RUN: Final = Exposure(
+    "ctx_saved_searches_run", _RUN_DESCRIPTION, schema({"id": ID}, ["id"]), "assumed"
+)
+# [public] the page lists this name too, beside ctx_saved_searches_run: the same tool
+CTX_RUN_SAVED_SEARCH: Final = Exposure(
+    "ctx_run_saved_search", _RUN_DESCRIPTION, schema({"id": ID}, ["id"]), "assumed"
+)
+
+CTX_INGEST_STATUS: Final = Exposure(
+    "ctx_ingest_status",
+    "The state of an ingest job (queued, running, done or failed) and the contexts it made.",
+    schema({"jobId": ID}, ["jobId"]),
+    "assumed",
 )

@@ -15,7 +15,10 @@ from typing import Any, Generic, TypeVar
 R = TypeVar("R")
 
 # field -> column, where the schema's name differs from the record's
-RENAMED: typing.Final[Mapping[str, str]] = {"workspace": "workspace_slug"}
+RENAMED: typing.Final[Mapping[str, str]] = {
+    "workspace": "workspace_slug",
+    "limit": "result_limit",  # a saved search's; LIMIT is a keyword of SQL
+}
 
 
 def _floats(value: Any) -> tuple[float, ...] | None:

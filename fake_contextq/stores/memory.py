@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from itertools import islice
 
+from adapter import wire
 from fake_contextq.domain.records import (
     AgentSession,
     AgentTask,
@@ -14,9 +15,12 @@ from fake_contextq.domain.records import (
     AuditRow,
     Checkpoint,
     Context,
+    ContextLink,
     Handoff,
+    IngestJob,
     Lesson,
     ListQuery,
+    SavedSearch,
     Tenant,
     Workspace,
 )
@@ -27,7 +31,7 @@ def list_page(
     contexts: Mapping[int, Context], query: ListQuery, workspace_id: int | None
 ) -> tuple[list[Context], int]:
     """One page of a tenant's contexts (``contexts`` in id order) and the matching total."""
-    if query.workspace is None and query.tag is None and query.type is None:
+    if query.workspace is None and query.tag is None and query.type is None and not query.types:
         total = len(contexts)
         if query.offset >= total:
             return [], total
@@ -39,6 +43,7 @@ def list_page(
         if (query.workspace is None or c.workspace_id == workspace_id)
         and (query.tag is None or query.tag in c.tags)
         and (query.type is None or c.type == query.type)
+        and (not query.types or c.type in query.types)
     ]
     return matches[query.offset : query.offset + query.limit], len(matches)
 
@@ -51,6 +56,9 @@ class _TenantRows:
         "index",
         "keys",
         "lessons",
+        "link_ids",
+        "links",
+        "saved_searches",
         "sessions",
         "workspaces",
     )
@@ -64,6 +72,9 @@ class _TenantRows:
         self.sessions: dict[int, AgentSession] = {}
         self.lessons: dict[int, Lesson] = {}
         self.handoffs: list[Handoff] = []
+        self.saved_searches: dict[int, SavedSearch] = {}  # insertion order is id order
+        self.links: dict[int, ContextLink] = {}  # by id, in id order
+        self.link_ids: dict[int, set[int]] = {}  # context id -> its links' ids, both ways
 
 
 class MemoryStore:
@@ -93,6 +104,7 @@ class MemoryStore:
             self._tasks: dict[int, AgentTask] = {}  # every tenant's, by id
             self._task_keys: dict[tuple[int, str], int] = {}
             self._session_tasks: dict[int, list[int]] = {}
+            self._ingest_jobs: dict[int, IngestJob] = {}  # every tenant's, by id
 
     def next_id(self, kind: str) -> int:
         value = self._ids.get(kind, 0) + 1
@@ -182,6 +194,10 @@ class MemoryStore:
         if context.external_id is not None:
             del rows.by_external[context.external_id]
         rows.index.remove(context.id)
+        for link_id in rows.link_ids.pop(context.id, ()):
+            link = rows.links.pop(link_id)
+            other = link.target_id if link.source_id == context.id else link.source_id
+            rows.link_ids.get(other, set()).discard(link_id)
 
     def count_contexts(self, tenant_id: int, workspace_id: int | None = None) -> int:
         contexts = self._rows[tenant_id].contexts
@@ -282,3 +298,59 @@ class MemoryStore:
             if workspace_id is None or handoff.workspace_id == workspace_id:
                 return handoff
         return None
+
+    # saved searches
+
+    def put_saved_search(self, saved: SavedSearch) -> None:
+        self._rows[saved.tenant_id].saved_searches[saved.id] = saved
+
+    def saved_search(self, tenant_id: int, search_id: int) -> SavedSearch | None:
+        return self._rows[tenant_id].saved_searches.get(search_id)
+
+    def saved_search_by_name(self, tenant_id: int, name: str) -> SavedSearch | None:
+        found = self._rows[tenant_id].saved_searches.values()
+        return next((s for s in found if s.name == name), None)
+
+    def saved_searches(
+        self, tenant_id: int, limit: int, offset: int
+    ) -> tuple[list[SavedSearch], int]:
+        rows = self._rows[tenant_id].saved_searches
+        return list(islice(rows.values(), offset, offset + limit)), len(rows)
+
+    def delete_saved_search(self, saved: SavedSearch) -> None:
+        del self._rows[saved.tenant_id].saved_searches[saved.id]
+
+    # links
+
+    def put_link(self, link: ContextLink) -> None:
+        rows = self._rows[link.tenant_id]
+        rows.links[link.id] = link
+        rows.link_ids.setdefault(link.source_id, set()).add(link.id)
+        rows.link_ids.setdefault(link.target_id, set()).add(link.id)
+
+    def link_between(
+        self, tenant_id: int, source_id: int, target_id: int, relation: str
+    ) -> ContextLink | None:
+        rows = self._rows[tenant_id]
+        for link_id in rows.link_ids.get(source_id, ()):
+            link = rows.links[link_id]
+            if (link.source_id, link.target_id, link.relation) == (source_id, target_id, relation):
+                return link
+        return None
+
+    def links(self, tenant_id: int, context_id: int) -> list[ContextLink]:
+        rows = self._rows[tenant_id]
+        return [rows.links[i] for i in sorted(rows.link_ids.get(context_id, ()))]
+
+    # ingest jobs
+
+    def put_ingest_job(self, job: IngestJob) -> None:
+        self._ingest_jobs[job.id] = job
+
+    def ingest_job(self, tenant_id: int, job_id: int) -> IngestJob | None:
+        job = self._ingest_jobs.get(job_id)
+        return job if job is not None and job.tenant_id == tenant_id else None
+
+    def unfinished_ingest_jobs(self) -> list[IngestJob]:
+        finished = (wire.INGEST_DONE, wire.INGEST_FAILED)
+        return [j for j in self._ingest_jobs.values() if j.status not in finished]

@@ -27,7 +27,7 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 from fake_contextq.domain.quota import DEFAULT_PLAN
 
 #: The one version this module creates and understands; bump it with every change.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: The length of an embedding vector (``agent_lessons.embedding``).
 EMBEDDING_DIMENSIONS = 768
@@ -278,6 +278,78 @@ agent_handoffs = sa.Table(
     sqlite_autoincrement=True,
 )
 
+#: A tenant's saved searches: a name (unique per tenant) and a POST /api/search body's
+#: fields. The workspace is kept as the slug given (running it with an unknown one finds
+#: nothing, as a search does), so it has no foreign key.
+saved_searches = sa.Table(
+    "saved_searches",
+    metadata,
+    _id(),
+    sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column("name", SafeText, nullable=False),
+    sa.Column("query", SafeText, nullable=False),
+    sa.Column("type", sa.String(32), nullable=True),
+    sa.Column("workspace_slug", SafeText, nullable=True),
+    sa.Column("tags", _json(), nullable=False),
+    sa.Column("result_limit", sa.Integer, nullable=True),  # the record's ``limit``
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+    sa.UniqueConstraint("tenant_id", "name", name="uq_saved_searches_tenant_name"),
+    sa.Index("ix_saved_searches_tenant", "tenant_id", "id"),
+    sqlite_autoincrement=True,
+)
+
+#: Links between two contexts of a tenant; a context's delete takes its links with it.
+context_links = sa.Table(
+    "context_links",
+    metadata,
+    _id(),
+    sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column(
+        "source_id",
+        sa.BigInteger,
+        sa.ForeignKey("contexts.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column(
+        "target_id",
+        sa.BigInteger,
+        sa.ForeignKey("contexts.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("relation", sa.String(64), nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.UniqueConstraint(
+        "source_id", "target_id", "relation", name="uq_context_links_source_target_relation"
+    ),
+    sa.Index("ix_context_links_target", "target_id"),
+    sqlite_autoincrement=True,
+)
+
+#: Ingest jobs, with the parts their text was split into until the job makes contexts.
+ingest_jobs = sa.Table(
+    "ingest_jobs",
+    metadata,
+    _id(),
+    sa.Column("tenant_id", sa.BigInteger, sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column("actor_key_prefix", sa.String(64), nullable=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("source", sa.String(16), nullable=False),
+    sa.Column("media_type", sa.String(64), nullable=False),
+    sa.Column("type", sa.String(32), nullable=False),
+    sa.Column("tags", _json(), nullable=False),
+    sa.Column("workspace_slug", sa.String(128), nullable=True),
+    sa.Column("titles", _json(), nullable=False),
+    sa.Column("contents", _json(), nullable=False),
+    sa.Column("context_ids", _json(), nullable=False),
+    sa.Column("failure_code", sa.String(64), nullable=True),
+    sa.Column("failure_message", SafeText, nullable=True),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+    sa.Index("ix_ingest_jobs_status", "status", "id"),
+    sqlite_autoincrement=True,
+)
+
 #: The global audit hash chain, in id order.
 activity_logs = sa.Table(
     "activity_logs",
@@ -311,5 +383,8 @@ ID_TABLES: dict[str, sa.Table] = {
     "agent_task": agent_tasks,
     "agent_lesson": agent_lessons,
     "agent_handoff": agent_handoffs,
+    "saved_search": saved_searches,
+    "context_link": context_links,
+    "ingest_job": ingest_jobs,
     "activity_log": activity_logs,
 }

@@ -187,9 +187,9 @@ def _problem(model: ScriptedModel, *args: Any, **kwargs: Any) -> str:
 
 def test_a_tool_the_server_does_not_list_is_a_script_problem(served: ServedFake, key: str) -> None:
     model = ScriptedModel()
-    model.script(mcp_tool_use("ctx_dream", {}, server="contextq"))
+    model.script(mcp_tool_use("ctx_no_such_tool", {}, server="contextq"))
     found = _problem(model, [server(served.mcp_url, key)])
-    assert "MCP tool 'ctx_dream', which server 'contextq' does not list" in found
+    assert "MCP tool 'ctx_no_such_tool', which server 'contextq' does not list" in found
     assert "ctx_save" in found
 
 

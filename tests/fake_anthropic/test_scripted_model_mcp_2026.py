@@ -178,16 +178,18 @@ def test_a_pinned_tool_the_server_lacks_fails_as_a_failed_mcp_call(
     model.script(
         turn(
             mcp_tool_use("ctx_save", {"content": "pinned"}, server="contextq"),
-            mcp_tool_use("ctx_dream", {}, server="contextq"),
+            mcp_tool_use("ctx_no_such_tool", {}, server="contextq"),
             text("One of two."),
         )
     )
-    reply = ask(model, [server(token=key)], [toolset(tools=listing("ctx_save", "ctx_dream"))])
+    reply = ask(
+        model, [server(token=key)], [toolset(tools=listing("ctx_save", "ctx_no_such_tool"))]
+    )
     model.verify()
-    saved, dreamt = reply.content[1], reply.content[3]
+    saved, missing = reply.content[1], reply.content[3]
     assert (saved.type, saved.is_error) == ("mcp_tool_result", False)
-    assert (dreamt.type, dreamt.is_error) == ("mcp_tool_result", True)
-    assert "ctx_dream" in dreamt.content[0].text
+    assert (missing.type, missing.is_error) == ("mcp_tool_result", True)
+    assert "ctx_no_such_tool" in missing.content[0].text
     assert [c.content for c in fake.contexts(tenant)] == ["pinned"]
 
 

@@ -341,9 +341,9 @@ def test_an_id_past_what_javascript_holds_is_refused_as_zod_refuses_it(mcp: Sync
 
 
 def test_an_unknown_tool_is_an_error_result_as_mcpserver_answers_it(mcp: SyncMcpClient) -> None:
-    result = mcp.call_tool("ctx_dream", {})
+    result = mcp.call_tool("ctx_no_such_tool", {})
     assert result.is_error
-    assert result_text(result) == "MCP error -32602: Tool ctx_dream not found"
+    assert result_text(result) == "MCP error -32602: Tool ctx_no_such_tool not found"
 
 
 _text = st.text(max_size=30)

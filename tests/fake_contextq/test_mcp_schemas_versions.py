@@ -28,6 +28,10 @@ def _calls(mcp: SyncMcpClient, fake: FakeContextQ, tenant: Tenant) -> dict[str, 
     session = mcp.call("agent_session_start", {"workspace": "w"})["id"]
     task = mcp.call("agent_task_upsert", {"session_id": session, "key": "k", "title": "t"})
     other = mcp.call("ctx_save", {"content": "to delete"})["id"]
+    kept = mcp.call("ctx_saved_searches_create", {"name": "kept", "query": "fact"})["id"]
+    gone = mcp.call("ctx_saved_searches_create", {"name": "gone", "query": "x"})["id"]
+    other_kept = mcp.call("ctx_save", {"content": "linked to"})["id"]
+    job = mcp.call("ctx_ingest", {"text": "queued"})["id"]
     return {
         "ctx_save": {"content": "another"},
         "ctx_list": {"tags": [], "limit": 5},
@@ -48,6 +52,23 @@ def _calls(mcp: SyncMcpClient, fake: FakeContextQ, tenant: Tenant) -> dict[str, 
         "agent_handoff": {"session_id": session},
         "agent_boot": {"goal": "resume", "workspace": "w"},
         "agent_session_end": {"session_id": session, "status": "completed"},
+        "ctx_import": {"contexts": [{"content": "imported"}, {"content": "too", "tags": ["t"]}]},
+        "ctx_chunks": {"id": saved["id"]},
+        "ctx_mocs": {"limit": 5},
+        "ctx_saved_searches_list": {},
+        "ctx_saved_searches_create": {"name": "another", "query": "q", "type": "lesson"},
+        "ctx_saved_searches_get": {"id": kept},
+        "ctx_saved_searches_update": {"id": kept, "limit": None},
+        "ctx_saved_searches_run": {"id": kept},
+        "ctx_run_saved_search": {"id": kept},
+        "ctx_saved_searches_delete": {"id": gone},
+        "ctx_dream": {"workspace": "w"},
+        "ctx_evolve": {"id": saved["id"], "instruction": "tighten it"},
+        "ctx_regenerate_mocs": {"workspace": "w"},
+        "ctx_link": {"id": saved["id"], "targetId": other_kept, "relation": "supports"},
+        "ctx_links": {"id": saved["id"]},
+        "ctx_ingest": {"text": "# One\nfirst\n# Two\nsecond"},
+        "ctx_ingest_status": {"jobId": job},
     }
 
 
@@ -125,8 +146,11 @@ def test_a_client_in_auto_mode_settles_on_the_newest_the_server_speaks(
 ) -> None:
     with fake.serve() as served, SyncMcpClient(served.mcp_url, api_key=key) as mcp:
         assert mcp.protocol_version == LATEST_PROTOCOL_VERSION
-        result = mcp.call_tool("ctx_dream", {})
-    assert result.is_error and result_text(result) == "MCP error -32602: Tool ctx_dream not found"
+        result = mcp.call_tool("ctx_no_such_tool", {})
+    assert (
+        result.is_error
+        and result_text(result) == "MCP error -32602: Tool ctx_no_such_tool not found"
+    )
 
 
 def test_a_newer_version_set_serves_the_newer_era(fake: FakeContextQ, key: str) -> None:

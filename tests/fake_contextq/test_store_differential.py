@@ -172,10 +172,22 @@ class Side:
 TIMESTAMP_KEYS = frozenset(
     {"createdAt", "updatedAt", "created_at", "updated_at", "started_at", "ended_at"}
 )
-ID_KEYS = {"session_id": "session", "parent_session_id": "session", "parent_id": "task"}
+ID_KEYS = {
+    "session_id": "session",
+    "parent_session_id": "session",
+    "parent_id": "task",
+    "sourceId": "context",
+    "targetId": "context",
+    "linkId": "link",
+    "ingestJobId": "ingest_job",
+}
 
 
 def _kind(obj: dict[str, Any]) -> str:
+    if "relation" in obj:
+        return "link"
+    if "mediaType" in obj:
+        return "ingest_job"
     if "seq" in obj:
         return "checkpoint"
     if "slug" in obj:
@@ -205,6 +217,8 @@ def normalised(value: Any, side: Side) -> Any:
             out[key] = side.label(kind, item)
         elif key in ID_KEYS and isinstance(item, int):
             out[key] = side.label(ID_KEYS[key], item)
+        elif key == "contextIds" and isinstance(item, list):
+            out[key] = [side.label("context", i) for i in item]
         elif key == "message" and isinstance(item, str):
             out[key] = re.sub(r"\d+", "#", item)  # an error's sentence may name an id
         else:
@@ -243,6 +257,7 @@ class StoresAgree(RuleBasedStateMachine):
     pool: StorePool  # set by the test
 
     contexts = Bundle("contexts")
+    ingest_jobs = Bundle("ingest_jobs")
     sessions = Bundle("sessions")
     tasks = Bundle("tasks")
 
@@ -510,6 +525,64 @@ class StoresAgree(RuleBasedStateMachine):
     def add_lesson(self, body: dict[str, Any]) -> None:
         self.send(lambda s: call(s, "POST", "/api/agent/lessons", body))
 
+    # ----- links and ingest -----
+
+    @rule(
+        source=st.one_of(contexts, path_ids),
+        other=st.one_of(contexts, contexts, huge_ints, anything),
+        relation=st.one_of(st.none(), st.sampled_from(["related", "supports"]), anything),
+    )
+    def link_contexts(self, source: Ref | str, other: Any, relation: Any) -> None:
+        def request(s: Side) -> httpx2.Response:
+            i = self.by_index(s)
+            body = {"targetId": other.ids[i] if isinstance(other, Ref) else other}
+            if relation is not None:
+                body["relation"] = relation
+            return call(s, "POST", f"/api/contexts/{self.path_id(source, i)}/links", body)
+
+        self.send(request)
+
+    @rule(ref=st.one_of(contexts, path_ids))
+    def read_links(self, ref: Ref | str) -> None:
+        self.send(
+            lambda s: s.client.get(f"/api/contexts/{self.path_id(ref, self.by_index(s))}/links")
+        )
+
+    @rule(
+        target=ingest_jobs,
+        body=spoiled(
+            {"text": st.sampled_from(["# A\na\n# B\nb", "plain words", "pre\n# H\nx"])},
+            {"tags": st.lists(words, max_size=2), "workspace": slugs, "title": words},
+            {
+                "text": st.one_of(hostile_text, anything),
+                "url": st.one_of(
+                    st.sampled_from(["data:,a%00b", "data:;base64,!", "https://x.test/", "ftp:x"]),
+                    hostile_text,
+                    anything,
+                ),
+                "tags": st.one_of(st.lists(hostile_text, min_size=1, max_size=2), anything),
+                "workspace": st.one_of(hostile_slugs, anything),
+                "type": anything,
+            },
+        ),
+    )
+    def ingest(self, body: dict[str, Any]) -> Ref:
+        responses = [call(s, "POST", "/api/ingest", body) for s in self.sides]
+        for response, side in zip(responses, self.sides, strict=True):  # 501: the fake's own
+            assert response.status_code != 500, (side.kind, response.text)
+        answers = [
+            (r.status_code, normalised(r.json(), s))
+            for r, s in zip(responses, self.sides, strict=True)
+        ]
+        assert all(a == answers[0] for a in answers), answers
+        if answers[0][0] != 202:
+            return Ref((wire.MAX_ID,) * 3)
+        return Ref(tuple(int(r.json()["id"]) for r in responses))
+
+    @rule(ref=st.one_of(ingest_jobs, path_ids))
+    def ingest_status(self, ref: Ref | str) -> None:
+        self.send(lambda s: s.client.get(f"/api/ingest/jobs/{self.path_id(ref, self.by_index(s))}"))
+
     # ----- raw bodies -----
 
     @rule(
@@ -669,6 +742,9 @@ def test_an_id_beyond_64_bits_is_a_404_on_every_route_taking_one(
         ("GET", f"/api/agent/sessions/{raw}/resume", None),
         ("GET", f"/api/agent/sessions/{raw}/tasks", None),
         ("POST", f"/api/agent/tasks/{raw}/tick", {"evidence": "e"}),
+        ("POST", f"/api/contexts/{raw}/links", {"targetId": 1}),
+        ("GET", f"/api/contexts/{raw}/links", None),
+        ("GET", f"/api/ingest/jobs/{raw}", None),
     ]
     for method, path, body in requests:
         response = client.request(method, path, json=body)

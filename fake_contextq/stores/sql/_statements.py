@@ -17,8 +17,11 @@ from fake_contextq.domain.records import (
     AuditRow,
     Checkpoint,
     Context,
+    ContextLink,
     Handoff,
+    IngestJob,
     Lesson,
+    SavedSearch,
     Tenant,
     Workspace,
 )
@@ -85,6 +88,25 @@ CHANGED_CONTEXTS = (
     )
     .order_by(s.contexts.c.id)
 )
+LINKS_OF = (
+    sa.select(s.context_links)
+    .where(
+        s.context_links.c.tenant_id == sa.bindparam("tenant_id"),
+        sa.or_(
+            s.context_links.c.source_id == sa.bindparam("context_id"),
+            s.context_links.c.target_id == sa.bindparam("context_id"),
+        ),
+    )
+    .order_by(s.context_links.c.id)
+)
+UNFINISHED_INGEST_JOBS = (
+    sa.select(s.ingest_jobs)
+    .where(
+        s.ingest_jobs.c.status != sa.bindparam("done"),
+        s.ingest_jobs.c.status != sa.bindparam("failed"),
+    )
+    .order_by(s.ingest_jobs.c.id)
+)
 CONTEXT_IDS = sa.select(s.contexts.c.id).where(s.contexts.c.tenant_id == sa.bindparam("tenant_id"))
 
 
@@ -100,3 +122,13 @@ CHECKPOINT = RowMap(Checkpoint)
 TASK = RowMap(AgentTask)
 LESSON = RowMap(Lesson)
 HANDOFF = RowMap(Handoff)
+SAVED_SEARCH = RowMap(SavedSearch)
+SAVED_SEARCH_PAGE = (
+    sa.select(s.saved_searches)
+    .where(s.saved_searches.c.tenant_id == sa.bindparam("tenant_id"))
+    .order_by(s.saved_searches.c.id)
+    .limit(sa.bindparam("limit"))
+    .offset(sa.bindparam("offset"))
+)
+LINK = RowMap(ContextLink)
+INGEST_JOB = RowMap(IngestJob)

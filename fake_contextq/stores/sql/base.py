@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from adapter import wire
 from fake_contextq import _msgs
 from fake_contextq.domain.errors import ApiError
 from fake_contextq.domain.records import (
@@ -26,9 +27,12 @@ from fake_contextq.domain.records import (
     AuditRow,
     Checkpoint,
     Context,
+    ContextLink,
     Handoff,
+    IngestJob,
     Lesson,
     ListQuery,
+    SavedSearch,
     Tenant,
     Workspace,
 )
@@ -523,6 +527,65 @@ class SqlStore:
                 s.agent_handoffs, ("-id",), tenant_id=tenant_id, workspace_id=workspace_id
             )
         return None if row is None else q.HANDOFF.record(row)
+
+    # ----- saved searches -----
+
+    def put_saved_search(self, saved: SavedSearch) -> None:
+        self._put(s.saved_searches, q.SAVED_SEARCH.values(saved))
+
+    def saved_search(self, tenant_id: int, search_id: int) -> SavedSearch | None:
+        row = self._first(s.saved_searches, tenant_id=tenant_id, id=search_id)
+        return None if row is None else q.SAVED_SEARCH.record(row)
+
+    def saved_search_by_name(self, tenant_id: int, name: str) -> SavedSearch | None:
+        row = self._first(s.saved_searches, tenant_id=tenant_id, name=name)
+        return None if row is None else q.SAVED_SEARCH.record(row)
+
+    def saved_searches(
+        self, tenant_id: int, limit: int, offset: int
+    ) -> tuple[list[SavedSearch], int]:
+        total = self._count(s.saved_searches, tenant_id=tenant_id)
+        if offset >= total:
+            return [], total
+        params = {"tenant_id": tenant_id, "limit": limit, "offset": offset}
+        rows = self._all(q.SAVED_SEARCH_PAGE, params)
+        return [q.SAVED_SEARCH.record(row) for row in rows], total
+
+    def delete_saved_search(self, saved: SavedSearch) -> None:
+        self._delete(s.saved_searches, tenant_id=saved.tenant_id, id=saved.id)
+
+    # ----- links and ingest jobs -----
+
+    def put_link(self, link: ContextLink) -> None:
+        self._insert(s.context_links, q.LINK.values(link))
+
+    def link_between(
+        self, tenant_id: int, source_id: int, target_id: int, relation: str
+    ) -> ContextLink | None:
+        row = self._first(
+            s.context_links,
+            tenant_id=tenant_id,
+            source_id=source_id,
+            target_id=target_id,
+            relation=relation,
+        )
+        return None if row is None else q.LINK.record(row)
+
+    def links(self, tenant_id: int, context_id: int) -> list[ContextLink]:
+        rows = self._all(q.LINKS_OF, {"tenant_id": tenant_id, "context_id": context_id})
+        return [q.LINK.record(row) for row in rows]
+
+    def put_ingest_job(self, job: IngestJob) -> None:
+        self._put(s.ingest_jobs, q.INGEST_JOB.values(job))
+
+    def ingest_job(self, tenant_id: int, job_id: int) -> IngestJob | None:
+        row = self._first(s.ingest_jobs, tenant_id=tenant_id, id=job_id)
+        return None if row is None else q.INGEST_JOB.record(row)
+
+    def unfinished_ingest_jobs(self) -> list[IngestJob]:
+        ended = {"done": wire.INGEST_DONE, "failed": wire.INGEST_FAILED}
+        rows = self._all(q.UNFINISHED_INGEST_JOBS, ended)
+        return [q.INGEST_JOB.record(row) for row in rows]
 
     def __repr__(self) -> str:
         return f"SqlStore({redacted_url(self.url)!r})"

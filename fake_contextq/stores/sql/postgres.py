@@ -384,7 +384,15 @@ class PostgresStore(SqlStore, backend="postgresql"):
 _LAST_HASH = sa.select(s.activity_logs.c.hash).order_by(s.activity_logs.c.id.desc()).limit(1)
 #: What only audited requests create (see ``PostgresStore.next_id``).
 _AUDITED_KINDS = frozenset(
-    {"context", "agent_session", "agent_checkpoint", "agent_task", "agent_lesson", "agent_handoff"}
+    {
+        "context",
+        "agent_session",
+        "agent_checkpoint",
+        "agent_task",
+        "agent_lesson",
+        "agent_handoff",
+        "saved_search",
+    }
 )
 _LAST_SEQ = sa.select(sa.func.coalesce(sa.func.max(s.agent_checkpoints.c.seq), 0)).where(
     s.agent_checkpoints.c.session_id == sa.bindparam("session_id")
