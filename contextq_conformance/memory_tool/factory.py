@@ -21,7 +21,7 @@ def load_factory(spec: str, *, asynchronous: bool = False) -> Callable[[], Any]:
     """The callable ``spec`` names, checked by calling it once (that instance is closed)."""
     module_name, colon, attr = spec.partition(":")
     if not colon or not module_name or not attr:
-        raise FactoryError(f"{spec!r} is not package.module:callable")
+        raise FactoryError(f"{spec}: not package.module:callable")
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
