@@ -5,6 +5,7 @@ report's layout, reading cut views through their hints, and ContextQ's path safe
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,31 @@ def test_contextq_refuses_every_hostile_form_including_fullwidth_dots() -> None:
     result = kit.run_rule("path-safety.hostile")
     assert result.status == "pass", result.text()
     assert result.figures["forms"] >= 30
+
+
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "memory-tool-kit.md"
+
+
+def test_the_reference_lists_every_rule_and_plugin_option_as_they_are() -> None:
+    from contextq_conformance.memory_tool import plugin
+
+    page = REFERENCE.read_text("utf-8")
+    rows = dict(re.findall(r"^\| `([a-z-]+\.[a-z-]+)` \| (.*) \|$", page, re.M))
+    assert rows == {rule.id: rule.text for rule in RULES.values()}
+    options = set(re.findall(r"^\| `(--memory-tool-[a-z-]+)", page, re.M))
+    assert options == {v for k, v in vars(plugin).items() if k.endswith("_OPTION")}
+    fixtures = set(re.findall(r"^\| `(memory_tool_[a-z_]+)` \|", page, re.M))
+    assert fixtures == {"memory_tool_factory", "memory_tool_async_factory",
+                        "memory_tool_declarations", "memory_tool_kit"}  # fmt: skip
+    assert all(hasattr(plugin, name) for name in fixtures)
+
+
+def test_contextqs_declarations_are_the_deliberate_differences_page() -> None:
+    """One place declares ContextQMemoryTool's differences to the kit; the explanation page
+    shows the same, row for row."""
+    page = (REFERENCE.parents[1] / "explanation" / "deliberate-differences.md").read_text()
+    section = page.split("## Declared to the memory-tool kit", 1)[1]
+    rows = dict(re.findall(r"^\| `([\w.-]+)` \| (.*) \|$", section, re.M))
+    declared = load_declarations(DECLARATIONS["contextq"])
+    limits = declared.as_json()["limits"]
+    assert rows == {**{k: str(v) for k, v in limits.items()}, **declared.differences}

@@ -191,3 +191,12 @@ def test_the_pytest_form_runs_one_test_per_rule_with_the_reports_failure_text(
     assert failing.returncode == 1
     assert "FAIL     path-safety.hostile: every hostile path form" in failing.stdout
     assert "hostile forms not refused as a ToolError:" in failing.stdout
+
+
+def test_the_how_tos_failure_sample_is_what_the_kit_prints(tmp_path: Path) -> None:
+    """docs/how-to/memory-tool-kit.md shows a result rule's failure: it is the text the kit
+    gives for a backend that words one refusal its own way."""
+    page = (ROOT / "docs" / "how-to" / "memory-tool-kit.md").read_text("utf-8")
+    sample = page.split("```text\n", 1)[1].split("```", 1)[0]
+    kit = Kit(lambda: mb.ChangedString(str(tmp_path / "memory.db")))
+    assert kit.run_rule("results.create").text() + "\n" == sample
