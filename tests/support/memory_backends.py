@@ -25,6 +25,7 @@ if str(EXAMPLE) not in sys.path:
 
 from sqlite_memory import AsyncSQLiteMemoryTool, SQLiteMemoryTool  # noqa: E402
 from sqlite_memory import tool as sqlite_tool  # noqa: E402
+from sqlite_memory.paths import key  # noqa: E402
 
 DECLARATIONS = EXAMPLE / "memory-tool.toml"
 
@@ -62,12 +63,12 @@ class LostCreate(SQLiteMemoryTool):
         return self._run(lambda: self._overwrite(path, text))
 
     def _create_check(self, path: str) -> str:
-        if self._exists(sqlite_tool.key(path)):
+        if self._exists(key(path)):
             raise ToolError(f"File {path} already exists")
         return ""
 
     def _overwrite(self, path: str, text: str) -> str:
-        k = sqlite_tool.key(path)
+        k = key(path)
         if self._below(k):  # a directory now: refused as before; a file is overwritten
             raise ToolError(f"File {path} already exists")
         self._check_parents(k, path)
