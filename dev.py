@@ -323,6 +323,9 @@ def main(argv: list[str]) -> int:
     # the example project, strict by its own configuration, as a user's CI would check it
     # (MYPYPATH: mypy does not see an editable install's packages)
     status |= run(PYTHON, "-m", "mypy", ".", cwd=EXAMPLE, env={**os.environ, "MYPYPATH": str(ROOT)})
+    status |= run(
+        PYTHON, "-m", "mypy", ".", cwd=KIT_EXAMPLE, env={**os.environ, "MYPYPATH": str(ROOT)}
+    )
     return status
 
 
@@ -341,6 +344,7 @@ def docs(args: list[str]) -> int:
 
 #: A downstream project: an agent and its tests, run against the installed wheel.
 EXAMPLE = ROOT / "examples" / "agent"
+KIT_EXAMPLE = ROOT / "examples" / "memory-backend"  # the memory-tool kit's example backend
 #: Every top-level package the wheel ships; the files of each, subpackages too, are checked.
 PACKAGES = (
     "adapter",

@@ -31,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Check a ContextQ against the wire contract this project assumes, and say "
         "per rule whether it held. The live target provisions throwaway tenants on a dev "
         "stack (CONTEXT_API_URL, and CONTEXTQ_DB_DSN or Docker access to its Postgres).",
-        epilog="Arguments after -- go to pytest.",
+        epilog="Arguments after -- go to pytest. 'python -m contextq_conformance memory-tool "
+        "--help': the conformance kit for any memory-tool backend.",
     )
     parser.add_argument("--target", choices=TARGETS, default="in-process")
     parser.add_argument(
@@ -41,6 +42,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["memory-tool"]:  # the memory-tool kit, a command of its own
+        from contextq_conformance.memory_tool.cli import main as memory_tool
+
+        return memory_tool(argv[1:])
     args, rest = _parser().parse_known_args(argv)
     if rest[:1] == ["--"]:
         rest = rest[1:]

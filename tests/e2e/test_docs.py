@@ -428,6 +428,10 @@ def _check_pip(args: list[str]) -> None:
 
 def _check_pytest(args: list[str]) -> None:
     shown = pytest_help()
+    if "contextq_conformance.memory_tool.plugin" in args:  # the memory-tool kit's options
+        from contextq_conformance.memory_tool import plugin
+
+        shown += "\n" + "\n".join(v for k, v in vars(plugin).items() if k.endswith("_OPTION"))
     for arg in args:
         if arg.startswith("--"):
             option = arg.split("=", 1)[0]
@@ -463,6 +467,10 @@ def _check(command: list[str]) -> None:
         from fake_anthropic.cli import _parser as anthropic_parser
 
         _parse(anthropic_parser(), args)
+    elif name == "contextq-conformance" and args[:1] == ["memory-tool"]:
+        from contextq_conformance.memory_tool.cli import _parser as kit_parser
+
+        _parse(kit_parser(), args[1:])
     elif name == "contextq-conformance":
         from contextq_conformance.__main__ import _parser as conformance_parser
 

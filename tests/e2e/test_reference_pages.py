@@ -20,6 +20,7 @@ import contextq_hint
 from adapter import wire
 from adapter.agent_memory import port, select
 from contextq_conformance.__main__ import _parser as conformance_parser
+from contextq_conformance.memory_tool.cli import _parser as memory_kit_parser
 from contextq_demo.__main__ import _parser as demo_parser
 from contextq_fixtures._state import MARKER_OPTIONS
 from e2e.live_memory_roundtrip import _parser as live_parser
@@ -55,6 +56,7 @@ COMMANDS = {
     "fake-anthropic import-cassette CASSETTE": _subcommand(anthropic_parser(), "import-cassette"),
     "contextq-demo": demo_parser(),
     "contextq-conformance": conformance_parser(),
+    "python -m contextq_conformance memory-tool": memory_kit_parser(),
     "python -m e2e.live_memory_roundtrip": live_parser(),
 }
 
