@@ -55,6 +55,7 @@ class Fixtures:
     task_id: int
     other_context_id: int
     ingest_job_id: int
+    saved_search_id: int
 
 
 Call = Callable[[ContextQClient, Fixtures], Any]
@@ -66,20 +67,18 @@ _NOTE: Final[dict[str, Any]] = {
 }
 
 
-def _plain(route: wire.Route, body: dict[str, Any], **path: int) -> Call:
-    """A call of an endpoint the client has no method for (the PKM tools' REST twins,
-    [assumed]), through the client's own request plan: its errors, its retries."""
-    call = _api.Call(route.method, route.path(**path), lambda r: r.json(), json=body)
-    return lambda c, _: c._send(call)
-
-
 def _call_plain(
     client: ContextQClient, route: wire.Route, json: Any = None, **path: str | int
 ) -> Any:
-    """[assumed] routes the client has no method for (links, ingest jobs), called through
+    """[assumed] routes the client has no method for (the tools' REST twins: import, chunks,
+    MOCs, saved searches, links, ingest, dream, evolve, MOC regeneration), called through
     the client's own request plan, so a refusal is the same typed error (a 403 names its
-    ``required`` scope) as any method's."""
-    call = _api.Call(route.method, route.path(**path), lambda r: _api.loads(r.content), json=json)
+    ``required`` scope) as any method's; a 204 is None."""
+
+    def read(r: Any) -> Any:
+        return _api.loads(r.content) if r.content else None
+
+    call = _api.Call(route.method, route.path(**path), read, json=json)
     return client._send(call)
 
 
@@ -112,10 +111,10 @@ CALLS: Final[dict[str, Call]] = {
     _key(wire.Routes.LIST_TASKS): lambda c, f: c.list_tasks(f.session_id),
     _key(wire.Routes.ADD_LESSON): lambda c, _: c.add_lesson("Scopes are checked per endpoint."),
     _key(wire.Routes.HANDOFF): lambda c, _: c.handoff(),
-    _key(wire.Routes.DREAM): _plain(wire.Routes.DREAM, {}),
-    _key(wire.Routes.REGENERATE_MOCS): _plain(wire.Routes.REGENERATE_MOCS, {}),
-    _key(wire.Routes.EVOLVE_CONTEXT): _plain(
-        wire.Routes.EVOLVE_CONTEXT, {"instruction": "x"}, context_id=_MISSING_ID
+    _key(wire.Routes.DREAM): lambda c, _: _call_plain(c, wire.Routes.DREAM, {}),
+    _key(wire.Routes.REGENERATE_MOCS): lambda c, _: _call_plain(c, wire.Routes.REGENERATE_MOCS, {}),
+    _key(wire.Routes.EVOLVE_CONTEXT): lambda c, _: _call_plain(
+        c, wire.Routes.EVOLVE_CONTEXT, {"instruction": "x"}, context_id=_MISSING_ID
     ),
     _key(wire.Routes.CREATE_LINK): lambda c, f: _call_plain(
         c, wire.Routes.CREATE_LINK, {"targetId": f.other_context_id}, context_id=f.context_id
@@ -129,12 +128,37 @@ CALLS: Final[dict[str, Call]] = {
     _key(wire.Routes.INGEST_STATUS): lambda c, f: _call_plain(
         c, wire.Routes.INGEST_STATUS, job_id=f.ingest_job_id
     ),
+    _key(wire.Routes.IMPORT_CONTEXTS): lambda c, _: _call_plain(
+        c, wire.Routes.IMPORT_CONTEXTS, {"contexts": [_NOTE]}
+    ),
+    _key(wire.Routes.CONTEXT_CHUNKS): lambda c, f: _call_plain(
+        c, wire.Routes.CONTEXT_CHUNKS, context_id=f.context_id
+    ),
+    _key(wire.Routes.LIST_MOCS): lambda c, _: _call_plain(c, wire.Routes.LIST_MOCS),
+    _key(wire.Routes.LIST_SAVED_SEARCHES): lambda c, _: _call_plain(
+        c, wire.Routes.LIST_SAVED_SEARCHES
+    ),
+    _key(wire.Routes.CREATE_SAVED_SEARCH): lambda c, f: _call_plain(
+        c, wire.Routes.CREATE_SAVED_SEARCH, {"name": f"new-{f.workspace}", "query": "scope"}
+    ),
+    _key(wire.Routes.GET_SAVED_SEARCH): lambda c, f: _call_plain(
+        c, wire.Routes.GET_SAVED_SEARCH, search_id=f.saved_search_id
+    ),
+    _key(wire.Routes.UPDATE_SAVED_SEARCH): lambda c, f: _call_plain(
+        c, wire.Routes.UPDATE_SAVED_SEARCH, {"query": "again"}, search_id=f.saved_search_id
+    ),
+    _key(wire.Routes.DELETE_SAVED_SEARCH): lambda c, f: _call_plain(
+        c, wire.Routes.DELETE_SAVED_SEARCH, search_id=f.saved_search_id
+    ),
+    _key(wire.Routes.RUN_SAVED_SEARCH): lambda c, f: _call_plain(
+        c, wire.Routes.RUN_SAVED_SEARCH, search_id=f.saved_search_id
+    ),
 }
 
 
 def make_fixtures(admin: ContextQClient, n: int) -> Fixtures:
     """A context (in no workspace) and another to link it to, an empty workspace, a session
-    and a task of it, an ingest job."""
+    and a task of it, an ingest job, a saved search."""
     external_id = f"scope-matrix-{n}"
     context = admin.create_context(**_NOTE, external_id=external_id)
     workspace = f"scope-ws-{n}"
@@ -143,6 +167,16 @@ def make_fixtures(admin: ContextQClient, n: int) -> Fixtures:
     task = admin.upsert_task(session.id, "task", "A task")
     other = admin.create_context(**_NOTE)
     job = _call_plain(admin, wire.Routes.INGEST, {"text": "Made for the matrix."})
+    saved = _call_plain(
+        admin, wire.Routes.CREATE_SAVED_SEARCH, {"name": f"scope-{n}", "query": "scope"}
+    )
     return Fixtures(
-        context.id, external_id, workspace, session.id, task.id, other.id, int(job["id"])
+        context.id,
+        external_id,
+        workspace,
+        session.id,
+        task.id,
+        other.id,
+        int(job["id"]),
+        int(saved["id"]),
     )
