@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from fake_contextq.stores.memory import MemoryStore
     from fake_contextq.stores.sql import SchemaVersionError, SqlStore
 
-__version__ = "0.1.0"
+from fake_contextq._version import __version__
 
 _HOMES = {
     "ApiError": "domain.errors",

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adapter import wire
-from fake_contextq import __version__, _msgs
+from fake_contextq import _msgs
+from fake_contextq._version import __version__
 from fake_contextq.domain.auth import normalise_scopes
 from fake_contextq.domain.errors import ApiError
 from fake_contextq.domain.quota import DEFAULT_PLAN, PLAN_ALIASES, PLAN_CONTEXT_QUOTAS

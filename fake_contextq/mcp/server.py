@@ -17,7 +17,8 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 
 from adapter import wire
-from fake_contextq import __version__, _msgs
+from fake_contextq import _msgs
+from fake_contextq._version import __version__
 from fake_contextq.mcp import zod
 from fake_contextq.mcp.tools import Rest, run_tool
 from fake_contextq.mcp.versions import SUPPORTED_PROTOCOL_VERSIONS, InitializeVersion

@@ -12,13 +12,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from fake_contextq._version import __version__
 from fake_contextq.service import schemas as oa
 from fake_contextq.service.operations import Operation
 
 __all__ = ["PATH_PARAMETERS", "TITLE", "VERSION", "document"]
 
 TITLE = "fake-contextq"
-VERSION = "0.1.0"
+VERSION = __version__
 DESCRIPTION = "A strict fake of ContextQ's HTTP API."
 #: Each path parameter's schema, by its name in the templates.
 _DIGITS: oa.Schema = {"type": "string", "pattern": "^[0-9]+$"}
