@@ -79,7 +79,7 @@ def invariant(fn: Invariant | Callable[[Outcome], Any], name: str | None = None)
 
 _CONTEXT_PATH = re.compile(r"^/api/contexts/(\d+)(?:\?.*)?$")
 _CREATE_PATH = re.compile(r"^/api/contexts(?:\?.*)?$")
-_READ_PATH = re.compile(r"^/api/contexts/(?:by-external/[^?]+|\d+)(?:\?.*)?$")
+_READ_PATH = re.compile(r"^/api/contexts(?:/by-external/[^?]+|/\d+)?(?:\?.*)?$")
 
 
 @dataclass(slots=True)
@@ -91,10 +91,12 @@ class _Write:
 @dataclass(slots=True)
 class _Ledger:
     """Per context: its acknowledged writes in order; per agent: how many of them the
-    agent had seen (read, or written itself) when it last looked."""
+    agent had seen when it last read the context's content (or wrote it itself), and when
+    it last saw its row at all (a listing too)."""
 
     writes: dict[int, list[_Write]] = field(default_factory=dict)
     seen: dict[tuple[int, int], int] = field(default_factory=dict)
+    listed: dict[tuple[int, int], int] = field(default_factory=dict)
     read_content: dict[tuple[int, int], str] = field(default_factory=dict)
     copies: dict[int, int] = field(default_factory=dict)  # copy id -> the context it copies
 
@@ -114,17 +116,22 @@ def _ledger(steps: Sequence[Step], names: Sequence[str] | None = None) -> tuple[
             continue
         if step.method == "GET" and _READ_PATH.match(step.path):
             answer = step.answer_json()
-            if isinstance(answer, dict) and isinstance(answer.get("id"), int):
-                cid = answer["id"]
-                ledger.seen[step.agent, cid] = len(ledger.writes.get(cid, []))
-                if isinstance(answer.get("content"), str):
-                    ledger.read_content[step.agent, cid] = answer["content"]
+            rows = answer.get("items") if isinstance(answer, dict) else None
+            for row in rows if isinstance(rows, list) else [answer]:
+                if not isinstance(row, dict) or not isinstance(row.get("id"), int):
+                    continue
+                cid = row["id"]
+                known = len(ledger.writes.get(cid, []))
+                ledger.listed[step.agent, cid] = known
+                if isinstance(row.get("content"), str):
+                    ledger.seen[step.agent, cid] = known
+                    ledger.read_content[step.agent, cid] = row["content"]
         elif step.method == "POST" and _CREATE_PATH.match(step.path):
             answer = step.answer_json()
             if isinstance(answer, dict) and isinstance(answer.get("id"), int):
                 cid = answer["id"]
                 ledger.writes[cid] = [_Write(number, step.agent)]
-                ledger.seen[step.agent, cid] = 1
+                ledger.seen[step.agent, cid] = ledger.listed[step.agent, cid] = 1
                 asked = step.request_json()
                 text = asked.get("content") if isinstance(asked, dict) else None
                 for (agent, source), content in ledger.read_content.items():
@@ -134,6 +141,8 @@ def _ledger(steps: Sequence[Step], names: Sequence[str] | None = None) -> tuple[
             cid = int(found.group(1))
             history = ledger.writes.setdefault(cid, [])
             base = ledger.seen.get((step.agent, cid), 0)
+            if step.method == "DELETE":  # removing a file needs no more than seeing it
+                base = max(base, ledger.listed.get((step.agent, cid), 0))
             verb = "deleted" if step.method == "DELETE" else "overwrote"
             for write in history[base:]:
                 if write.agent != step.agent:
@@ -143,7 +152,7 @@ def _ledger(steps: Sequence[Step], names: Sequence[str] | None = None) -> tuple[
                         f"write it had not read: that acknowledged write is lost"
                     )
             history.append(_Write(number, step.agent))
-            ledger.seen[step.agent, cid] = len(history)
+            ledger.seen[step.agent, cid] = ledger.listed[step.agent, cid] = len(history)
     return ledger, lost
 
 
@@ -159,10 +168,11 @@ def _lost_update(outcome: Outcome) -> list[str]:
 LOST_UPDATE = Invariant("lost update", _lost_update)
 """No acknowledged write is lost. A write is a ``PUT`` or ``DELETE`` of a context answered
 2xx (a create counts as its first write). It is *lost* when another agent's later
-acknowledged ``PUT`` or ``DELETE`` of the same context was sent by an agent whose last
-read of that context (a ``GET`` answered with it, or its own write) came before it: that
-agent replaced or removed content it never saw. A write overwritten by an agent that had
-read it is not lost: that agent could know what it replaced."""
+acknowledged ``PUT`` of the same context was sent by an agent whose last read of its
+content (a ``GET`` answered with it, or its own write) came before it, or a ``DELETE`` by
+an agent that had not seen it since (not even in a listing): that agent replaced or removed
+content it never saw. A write replaced by an agent that had seen it is not lost: that agent
+could know what it replaced."""
 
 
 def _two_paths(outcome: Outcome) -> list[str]:
