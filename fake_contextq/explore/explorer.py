@@ -5,7 +5,8 @@ Every order starts from a snapshot of the fake taken when the explorer is made (
 in-memory store only). Orders are enumerated exhaustively while their number, counted
 from the first run's requests per agent, is within ``bound``; beyond it (or when the
 enumeration outgrows the bound, as data-dependent agents may) ``runs`` orders are
-sampled by PCT from ``seed``. The fake is left as the last run left it.
+sampled by PCT from ``seed``. After ``explore`` the fake is as it was when the explorer
+was made; after ``replay`` it is as that order left it, to look at.
 """
 
 from __future__ import annotations
@@ -226,6 +227,12 @@ class Explorer:
     def explore(self) -> Exploration:
         """Run the orders (all of them within the bound, else a seeded PCT sample) and
         return what was found; ``.check()`` raises with the simplest failing order."""
+        try:
+            return self._explore()
+        finally:
+            self._restore()
+
+    def _explore(self) -> Exploration:
         started = last_said = time.monotonic()
         first = self._run(Follow())
         per_agent = Counter(step.agent for step in first.steps)
