@@ -217,7 +217,8 @@ class Explorer:
                 broken = [f"the check itself raised: {_said(exc)}"]
             found += [Violation(inv.name, message) for message in broken]
         if found:
-            run.state = outcome.memory_files() or [
+            shown = self.fake.memory_files(self.tenant_id, self.workspace, tag=self.tag)
+            run.state = shown or [
                 {"id": c.id, "externalId": c.external_id, "content": c.content}
                 for c in self.fake.contexts(self.tenant_id)
             ]
