@@ -43,6 +43,9 @@ SIZE_KEY = "bytes"  # metadata key holding a file's UTF-8 size, so listings need
 DIGEST_CHARS = 20
 DIR_TAG_EXTRA = len(":dir:") + DIGEST_CHARS  # a directory tag: the tag, ':dir:', a digest
 SHOWN_OCCURRENCES = 10  # line numbers a str_replace error lists before 'and N more'
+# A renamed file's source is read again after its copy is checked: edited meanwhile, the
+# copy takes the new text and the source is read once more, this many times at most.
+SOURCE_RECHECKS = 3
 
 
 T = TypeVar("T")
@@ -863,6 +866,8 @@ class MemoryCore:
                     f"{_cause(refusal)}"
                 )
             raise refusal
+        if not is_dir:
+            yield from self._settle_copy(old, new, copies[0], contents[source[0].id])
         vanished: list[tuple[Row, Context]] = []
         for i, (row, copy) in enumerate(copies):
             try:
@@ -886,6 +891,38 @@ class MemoryCore:
         if vanished:
             yield from self._vanished(old, new, vanished, moved=len(copies) - len(vanished))
         return None
+
+    def _settle_copy(
+        self, old: Location, new: Location, pair: tuple[Row, Context], copied: str
+    ) -> Plan[None]:
+        """Read a renamed file's source again just before deleting it: an edit another
+        writer made since it was read is carried over to the copy, so it is not deleted
+        with the source. What lands between this read and the delete is still lost:
+        ContextQ offers no conditional delete, but the window is one request wide, not
+        three. A source gone meanwhile is left to the delete, which reports it."""
+        row, copy = pair
+        try:
+            for _ in range(SOURCE_RECHECKS):
+                try:
+                    now = (yield from _do(_api.get_context(row.id))).content
+                except errors.NotFoundError:
+                    return None
+                if now == copied:
+                    return None
+                fields = {"content": now, "metadata": {SIZE_KEY: byte_size(now)}}
+                yield from _do(_api.update_context(copy.id, fields))
+                copied = now
+            cause = "another writer kept editing it while it was being moved"
+        except errors.ContextQError as exc:
+            cause = _cause(exc)
+        left = yield from self._undo_copies([pair])
+        if left:
+            raise ToolError(
+                f"Renaming {old.path} to {new.path} failed and could not be undone: the file "
+                f"now exists at both paths: {self._pairs(old, new, left)}. Delete one. "
+                f"Cause: {cause}"
+            )
+        raise ToolError(f"Renaming {old.path} failed before anything moved: {cause}.")
 
     def _delete_original(self, row_id: int) -> Plan[bool]:
         """Delete a renamed file's original: True once done, False if it was gone already

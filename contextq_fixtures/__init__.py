@@ -21,6 +21,7 @@ from contextq_fixtures.fixtures import (
     AgentMemoryEnv,
     AgentMemoryFactory,
     ContextQServer,
+    Interleavings,
     agent_memory,
     agent_memory_env,
     agent_memory_factory,
@@ -35,6 +36,7 @@ from contextq_fixtures.fixtures import (
     contextq_tenant,
     contextq_workspace,
     fake_contextq,
+    interleavings,
     memory_tool,
 )
 from contextq_fixtures.live_fixtures import (
@@ -60,7 +62,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{MARKER}({', '.join(f'{o}=...' for o in MARKER_OPTIONS)}): configure the "
         "fake_contextq fixture of this test (plan of the tenant, its name, the workspace "
-        "slug, embeddings on/off, an LLM for handoffs, the scopes of contextq_api_key)",
+        "slug, embeddings on/off, an LLM for handoffs, the scopes of contextq_api_key) and "
+        "the interleavings fixture's bound and seed",
     )
     live_fixtures.configure(config)
     recordings.configure(config)
@@ -148,6 +151,7 @@ __all__ = [
     "AgentMemoryEnv",
     "AgentMemoryFactory",
     "ContextQServer",
+    "Interleavings",
     "LiveConfig",
     "LiveStack",
     "LiveTenant",
@@ -168,6 +172,7 @@ __all__ = [
     "contextq_tenant",
     "contextq_workspace",
     "fake_contextq",
+    "interleavings",
     "memory_tool",
     "scripted_model",
 ]

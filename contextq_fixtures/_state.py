@@ -16,7 +16,17 @@ CALL_FAILED = pytest.StashKey[bool]()  # the test itself failed: its report has 
 CALLS_KEY = pytest.StashKey[list[Any]]()  # the memory tool fixture's commands, for the page
 MEMORY_BEFORE_KEY = pytest.StashKey[dict[str, str]]()  # memory files as the test began
 MARKER = "contextq"
-MARKER_OPTIONS = ("plan", "tenant", "workspace", "embeddings", "llm", "scopes")
+MARKER_OPTIONS = (
+    "plan",
+    "tenant",
+    "workspace",
+    "embeddings",
+    "llm",
+    "scopes",
+    "explore_bound",
+    "explore_seed",
+)
+EXPLORED_KEY = pytest.StashKey[list[Any]]()  # the interleavings fixture's explorations
 
 
 def marker_options(node: pytest.Item | Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import pytest
 
 from contextq_fixtures._extra import needs_extra
-from contextq_fixtures._state import FAKE_KEY, MEMORY_BEFORE_KEY, marker_options
+from contextq_fixtures._state import EXPLORED_KEY, FAKE_KEY, MEMORY_BEFORE_KEY, marker_options
 from contextq_fixtures.report import note_calls, recording
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     )
     from adapter.agent_memory import AgentMemory, ContextQAgentMemory
     from fake_contextq import FakeContextQ, ServedFake, Tenant
+    from fake_contextq.explore import Agent, Exploration, Explorer
     from fake_contextq.mcp import SyncMcpClient
 
 RETRY_BACKOFF = 0.001  # tests inject faults; retries need not wait
@@ -440,3 +441,67 @@ __all__ = [
     "fake_contextq",
     "memory_tool",
 ]
+
+
+class Interleavings:
+    """What ``interleavings`` gives a test: the interleaving explorer bound to the test's
+    fake, tenant, key and workspace (the marker's ``explore_bound`` and ``explore_seed``
+    as its defaults). Each exploration is kept for the failure report."""
+
+    def __init__(
+        self,
+        request: pytest.FixtureRequest,
+        fake: FakeContextQ,
+        tenant: Tenant,
+        api_key: str,
+        workspace: str,
+    ) -> None:
+        self._request = request
+        self._fake = fake
+        self._tenant = tenant
+        self._api_key = api_key
+        self.workspace = workspace
+
+    def explorer(self, agents: list[Agent], **options: Any) -> Explorer:
+        """An ``Explorer`` of ``agents`` from the fake's state now (options as
+        ``fake_contextq.explore.Explorer``'s)."""
+        from fake_contextq.explore import Explorer
+
+        marked = marker_options(self._request.node)
+        if "explore_bound" in marked:
+            options.setdefault("bound", marked["explore_bound"])
+        if "explore_seed" in marked:
+            options.setdefault("seed", marked["explore_seed"])
+        options.setdefault("tenant", self._tenant)
+        options.setdefault("api_key", self._api_key)
+        options.setdefault("workspace", self.workspace)
+        return Explorer(self._fake, agents, **options)
+
+    def explore(self, agents: list[Agent], **options: Any) -> Exploration:
+        """Explore the orders of ``agents``' requests; ``.check()`` on the result raises
+        with the simplest failing order, which the report of a failed test shows too."""
+        found = self.explorer(agents, **options).explore()
+        self._request.node.stash.setdefault(EXPLORED_KEY, []).append(found)
+        return found
+
+    def __repr__(self) -> str:  # no key: a failing test's report prints fixture values
+        return f"Interleavings(workspace={self.workspace!r})"
+
+
+@pytest.fixture
+def interleavings(
+    request: pytest.FixtureRequest,
+    fake_contextq: FakeContextQ,
+    contextq_tenant: Tenant,
+    contextq_api_key: str,
+    contextq_workspace: str,
+) -> Interleavings:
+    """The interleaving explorer bound to the test's fake: ``interleavings.explore([agent,
+    ...], **options)``, each agent a callable given an ``AgentHandle`` (its memory tool,
+    clients and Agent Memory Layer port all scheduled)."""
+    with needs_extra("interleavings"):
+        from fake_contextq.explore import Explorer  # noqa: F401  # the extra, checked here
+
+    return Interleavings(
+        request, fake_contextq, contextq_tenant, contextq_api_key, contextq_workspace
+    )

@@ -241,6 +241,7 @@ def render(
     calls: Sequence[MemoryCall],
     before: dict[str, str] | None,
     problems: Sequence[str] = (),
+    explored: list[Any] | tuple[Any, ...] = (),
 ) -> str:
     """The page, as one string with its style inline (no request leaves it)."""
     entries = list(fake.journal) if fake is not None else []
@@ -258,6 +259,7 @@ def render(
             command_json=_json,
             changes=changes(before or {}, after) if fake is not None else None,
             entries=entries,
+            explored=[(found.summary(), found.minimal) for found in explored],
         )
     )
 

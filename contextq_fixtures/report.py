@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
-from contextq_fixtures._state import CALLS_KEY, FAKE_KEY, MEMORY_BEFORE_KEY, MODEL_KEY
+from contextq_fixtures._state import (
+    CALLS_KEY,
+    EXPLORED_KEY,
+    FAKE_KEY,
+    MEMORY_BEFORE_KEY,
+    MODEL_KEY,
+)
 
 if TYPE_CHECKING:
     from contextq_fixtures.html_report import MemoryCall
@@ -94,6 +100,9 @@ def sections(item: pytest.Item) -> list[tuple[str, str]]:
         made.append(("ContextQ requests (fake_contextq.journal)", fake.journal.table))
     if model is not None:
         made.append(("scripted model transcript", model.transcript))
+    for found in item.stash.get(EXPLORED_KEY, []):
+        if found.failures:
+            made.append(("interleavings: the simplest failing order", found.__str__))
     for title, text in made:
         try:
             out.append((title, _well_formed(text())))
@@ -141,6 +150,7 @@ def _page(item: pytest.Item, outcome: str) -> str:
         calls=calls,
         before=item.stash.get(MEMORY_BEFORE_KEY, None),
         problems=model.problems() if model is not None else (),
+        explored=item.stash.get(EXPLORED_KEY, []),
     )
 
 

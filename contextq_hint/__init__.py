@@ -33,6 +33,7 @@ FIXTURES: Final = frozenset(
         "contextq_tenant",
         "contextq_workspace",
         "fake_contextq",
+        "interleavings",
         "memory_tool",
         "scripted_model",
     }

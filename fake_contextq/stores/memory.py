@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -105,6 +106,19 @@ class MemoryStore:
             self._task_keys: dict[tuple[int, str], int] = {}
             self._session_tasks: dict[int, list[int]] = {}
             self._ingest_jobs: dict[int, IngestJob] = {}  # every tenant's, by id
+
+    def snapshot(self) -> object:
+        """A copy of everything held, for ``restore``: an interleaving explorer starts
+        every explored order from the same state."""
+        with self._lock:
+            return copy.deepcopy({k: v for k, v in vars(self).items() if k != "_lock"})
+
+    def restore(self, snapshot: object) -> None:
+        """Put back what ``snapshot`` held (the snapshot stays usable for the next one)."""
+        if not isinstance(snapshot, dict):
+            raise TypeError("restore() takes what snapshot() returned")
+        with self._lock:
+            vars(self).update(copy.deepcopy(snapshot))
 
     def next_id(self, kind: str) -> int:
         value = self._ids.get(kind, 0) + 1
