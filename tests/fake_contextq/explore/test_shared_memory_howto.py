@@ -10,7 +10,7 @@ from typing import Any
 from fake_contextq import FakeContextQ
 from fake_contextq.explore import Explorer
 
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "shared-memory.md"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "how-to" / "shared-memory.md"
 
 
 def _block(language: str, after: str) -> str:
