@@ -138,7 +138,7 @@ CTX_SAVE: Final = Exposure(
 
 CTX_LIST: Final = Exposure(
     "ctx_list",
-    "List saved contexts, newest first, filtered by tags, type or workspace.",
+    "List saved contexts, oldest first, filtered by tags, type or workspace.",
     schema(
         {
             "tags": TAGS,  # [public] a tags filter; [assumed] every tag must be carried
