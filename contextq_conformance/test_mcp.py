@@ -121,3 +121,19 @@ def test_the_mcp_endpoint_refuses_an_unknown_key(target: Target) -> None:
     }
     answer = httpx2.post(url, json=request, headers=headers, timeout=30)
     assert answer.status_code == 401
+
+
+@pytest.mark.contract("mcp.import")
+def test_an_import_of_two_contexts_lands_both(target: Target, tenant: Tenant) -> None:
+    mcp = target.mcp(tenant.client)
+    items = [
+        {"content": "Tuesdays only.", "title": "Deploy day", "externalId": "imp-1"},
+        {"content": "Page the on-call.", "title": "Incidents", "type": "incident"},
+    ]
+    result = mcp.call_tool("ctx_import", {"contexts": items})
+    text = "".join(getattr(block, "text", "") for block in result.content)
+    assert not result.is_error, text
+    landed = tenant.client.api.list_contexts()
+    assert landed.total == 2
+    assert sorted(c.title for c in landed.items) == ["Deploy day", "Incidents"]
+    assert tenant.client.api.get_context_by_external_id("imp-1").content == "Tuesdays only."
