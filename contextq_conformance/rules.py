@@ -41,6 +41,12 @@ RULES: Final[dict[str, Rule]] = _rules(
     ),
     Rule("auth.scope-denied-required", "assumed", "A 403 names the `required` scope"),
     Rule("auth.cross-tenant-404", "assumed", "Another tenant's row is 404 `not_found`, never 403"),
+    Rule(
+        "auth.401-challenge",
+        "assumed",
+        "A 401 on `/mcp` and on a REST route carries `WWW-Authenticate: Bearer realm=...`, "
+        'with `error="invalid_token"` when a key was sent (RFC 6750 §3)',
+    ),
     # errors
     Rule(
         "errors.validation-400",
@@ -203,6 +209,55 @@ RULES: Final[dict[str, Rule]] = _rules(
         "reads the same through MCP and REST",
     ),
     Rule("mcp.unknown-key-401", "assumed", "The MCP endpoint refuses an unknown key with 401"),
+    Rule(
+        "mcp.unknown-tool",
+        "assumed",
+        "An unknown tool is a tool result with `isError` (`MCP error -32602: Tool <name> not "
+        "found`), not a JSON-RPC error, as the TypeScript SDK's McpServer answers",
+    ),
+    Rule(
+        "mcp.bad-arguments",
+        "assumed",
+        "An argument of the wrong JSON type or a missing required one is an `isError` result "
+        "whose text starts `MCP error -32602: Input validation error`, and nothing is written",
+    ),
+    Rule(
+        "mcp.output-schemas",
+        "assumed",
+        "Every listed tool declares an `outputSchema`; ctx_save, ctx_get and ctx_list's "
+        "`structuredContent` validates against it",
+    ),
+    Rule(
+        "mcp.import",
+        "assumed",
+        "ctx_import (`contexts`: items as ctx_save's) lands every item, an `externalId` with it",
+    ),
+    Rule(
+        "mcp.chunks",
+        "assumed",
+        "ctx_chunks (`id`) answers `chunks` of `{index, start, end, text}` in order, each the "
+        "content between its offsets, that leave out nothing but whitespace",
+    ),
+    Rule("mcp.mocs", "assumed", "ctx_mocs lists a `moc` context and no context of another type"),
+    Rule(
+        "mcp.saved-searches",
+        "assumed",
+        "ctx_saved_searches_create (`name`, `query`, ctx_search's filters) saves a search that "
+        "ctx_saved_searches_run and ctx_run_saved_search (`id`) answer as ctx_search does; "
+        "once ctx_saved_searches_delete'd, running it is 404 `not_found`",
+    ),
+    Rule(
+        "mcp.llm-tools-no-workspace",
+        "assumed",
+        "ctx_dream and ctx_regenerate_mocs without a workspace are 400 `no_workspace` tool errors",
+    ),
+    Rule(
+        "mcp.llm-tools-no-llm",
+        "assumed",
+        "Without an LLM provider, ctx_dream, ctx_evolve and ctx_regenerate_mocs are 503 "
+        "`llm_unavailable` tool errors (not checked on a server that has one, as the fake "
+        "has none)",
+    ),
     Rule(
         "mcp.links",
         "assumed",

@@ -9,6 +9,7 @@ import json
 import httpx2
 import pytest
 
+from contextq_conformance._results import text as result_text
 from contextq_conformance.targets import Target, Tenant
 
 # Spelled here, not taken from adapter.wire (see test_search.py).
@@ -53,7 +54,7 @@ def test_search_refuses_the_three_save_only_types(
 ) -> None:
     result = target.mcp(tenant.client).call_tool("ctx_search", {"query": "x", "type": type_})
     assert result.is_error
-    text = "".join(getattr(block, "text", "") for block in result.content)
+    text = result_text(result)
     # refused by the tool's own input schema (a TypeScript server's Zod enum) or by REST's
     # 400: either way the error result names the six types search takes
     assert "Input validation error" in text or ("400" in text and "validation_error" in text)
@@ -65,7 +66,7 @@ def test_a_read_only_key_cannot_save(target: Target, tenant: Tenant) -> None:
     reader = target.client(tenant, ["read"])
     result = target.mcp(reader).call_tool("ctx_save", {"content": "x"})
     assert result.is_error
-    text = "".join(getattr(block, "text", "") for block in result.content)
+    text = result_text(result)
     assert "403" in text and "scope_denied" in text
     assert tenant.client.api.list_contexts().total == 0
 
@@ -80,7 +81,7 @@ def test_the_101st_save_of_a_free_tenant_is_refused(target: Target) -> None:
     tenant.client.api.bulk_upsert(items)
     result = target.mcp(tenant.client).call_tool("ctx_save", {"content": "one too many"})
     assert result.is_error
-    text = "".join(getattr(block, "text", "") for block in result.content)
+    text = result_text(result)
     assert "402" in text and "quota_exceeded" in text
     assert tenant.client.api.list_contexts().total == 100
 
@@ -111,7 +112,7 @@ def test_the_mcp_endpoint_refuses_an_unknown_key(target: Target) -> None:
     url = target.mcp_url
     if url is None:  # in-process there is no HTTP: the tool's REST call is refused instead
         result = target.mcp(target.client_for_key(unknown)).call_tool("ctx_list", {})
-        text = "".join(getattr(block, "text", "") for block in result.content)
+        text = result_text(result)
         assert result.is_error and "401" in text and "unauthorized" in text
         return
     request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
@@ -121,3 +122,19 @@ def test_the_mcp_endpoint_refuses_an_unknown_key(target: Target) -> None:
     }
     answer = httpx2.post(url, json=request, headers=headers, timeout=30)
     assert answer.status_code == 401
+
+
+@pytest.mark.contract("mcp.import")
+def test_an_import_of_two_contexts_lands_both(target: Target, tenant: Tenant) -> None:
+    mcp = target.mcp(tenant.client)
+    items = [
+        {"content": "Tuesdays only.", "title": "Deploy day", "externalId": "imp-1"},
+        {"content": "Page the on-call.", "title": "Incidents", "type": "incident"},
+    ]
+    result = mcp.call_tool("ctx_import", {"contexts": items})
+    text = result_text(result)
+    assert not result.is_error, text
+    landed = tenant.client.api.list_contexts()
+    assert landed.total == 2
+    assert sorted(c.title for c in landed.items) == ["Deploy day", "Incidents"]
+    assert tenant.client.api.get_context_by_external_id("imp-1").content == "Tuesdays only."

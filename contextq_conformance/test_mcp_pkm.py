@@ -1,26 +1,20 @@
-"""The MCP link and ingest tools: every parameter and answer shape is assumed, so against a
-real ContextQ the first run says which hold. A job is polled until it ends (the fake ends
+"""The MCP PKM tools (links, chunks, maps of content, the tools that need the server's LLM)
+and ingest: every parameter and answer shape is assumed, so against a real ContextQ the
+first run says which hold. A job is polled until it ends (the fake ends
 one in two reads; a real service is given ``INGEST_WAIT`` seconds)."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
 
+from contextq_conformance._results import ok as _ok
+from contextq_conformance._results import text
 from contextq_conformance.targets import Target, Tenant
 
 INGEST_WAIT = 60.0  # seconds a real service's job may take
 ENDED = ("done", "failed")
-
-
-def _ok(result: Any) -> dict[str, Any]:
-    """A tool result's ``structuredContent``; a tool error fails the rule, with its text."""
-    text = "".join(getattr(block, "text", "") for block in result.content)
-    assert not result.is_error, text
-    assert isinstance(result.structured_content, dict), text
-    return result.structured_content
 
 
 @pytest.mark.contract("mcp.links")
@@ -56,3 +50,68 @@ def test_ingested_markdown_becomes_one_context_per_heading(target: Target, tenan
     assert job["status"] == "done", job
     assert sorted(c["title"] for c in job["contexts"]) == ["Deploys", "Incidents"]
     assert tenant.client.api.list_contexts().total == 2
+
+
+# Chunks cover the content whatever its size; three paragraphs long enough that any
+# embedding chunker splits them (the fake's chunks are 1000 characters).
+LONG = "\n\n".join(f"Paragraph {n}: " + "deploys need a migration first. " * 40 for n in range(3))
+
+
+@pytest.mark.contract("mcp.chunks")
+def test_the_chunks_of_a_context_cover_its_content_in_order(target: Target, tenant: Tenant) -> None:
+    mcp = target.mcp(tenant.client)
+    made = tenant.client.api.create_context("reference", "Long", LONG)
+    content = made.content  # as stored: a server may trim it
+    chunks = _ok(mcp.call_tool("ctx_chunks", {"id": made.id}))["chunks"]
+    assert len(chunks) > 1
+    assert [c["index"] for c in chunks] == list(range(len(chunks)))
+    starts = [c["start"] for c in chunks]
+    assert starts == sorted(set(starts))
+    # what no chunk holds is whitespace only: before the first, between two, after the last
+    edges = [0, *(x for c in chunks for x in (c["start"], c["end"])), len(content)]
+    uncovered = [content[a:b] for a, b in zip(edges[::2], edges[1::2], strict=True) if a < b]
+    assert all(not gap.strip() for gap in uncovered), uncovered
+    assert all(c["text"] == content[c["start"] : c["end"]] for c in chunks)
+
+
+@pytest.mark.contract("mcp.mocs")
+def test_mocs_lists_a_moc_context_and_no_other_type(target: Target, tenant: Tenant) -> None:
+    mcp = target.mcp(tenant.client)
+    api = tenant.client.api
+    moc = api.create_context("moc", "Deploys: map", "- [[Deploy day]]")
+    api.create_context("reference", "Deploy day", "Tuesdays.")
+    listed = _ok(mcp.call_tool("ctx_mocs", {}))
+    assert [(c["id"], c["type"]) for c in listed["items"]] == [(moc.id, "moc")]
+
+
+NEEDS_LLM = (
+    ("ctx_dream", lambda _id: {"workspace": "ws"}),
+    ("ctx_evolve", lambda id_: {"id": id_}),
+    ("ctx_regenerate_mocs", lambda _id: {"workspace": "ws"}),
+)
+
+
+@pytest.mark.contract("mcp.llm-tools-no-workspace")
+@pytest.mark.parametrize("tool", ["ctx_dream", "ctx_regenerate_mocs"])
+def test_a_workspace_tool_without_a_workspace_is_a_no_workspace_error(
+    target: Target, tenant: Tenant, tool: str
+) -> None:
+    result = target.mcp(tenant.client).call_tool(tool, {})
+    assert result.is_error
+    assert "400" in text(result) and "no_workspace" in text(result), text(result)
+
+
+@pytest.mark.contract("mcp.llm-tools-no-llm")
+def test_the_llm_tools_without_an_llm_provider_are_503(target: Target, tenant: Tenant) -> None:
+    """Checked where no LLM provider is configured (the fake's default); a ContextQ that has
+    one answers, and the rule is then not checked there."""
+    mcp = target.mcp(tenant.client)
+    api = tenant.client.api
+    api.create_workspace("ws")
+    made = api.create_context("reference", "Deploy day", "Tuesdays.", workspace="ws", tags=["d"])
+    api.create_context("reference", "Deploy freeze", "Not in December.", workspace="ws", tags=["d"])
+    for tool, arguments in NEEDS_LLM:
+        result = mcp.call_tool(tool, arguments(made.id))
+        if not result.is_error:
+            pytest.skip(f"this ContextQ has an LLM provider configured: {tool} answered")
+        assert "503" in text(result) and "llm_unavailable" in text(result), (tool, text(result))
