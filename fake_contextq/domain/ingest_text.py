@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 from urllib.parse import unquote_to_bytes
 
 from adapter import wire
+from adapter.errors import redact
 from fake_contextq import _msgs
 from fake_contextq.domain import shapes
 from fake_contextq.domain.errors import NotFaked, ValidationFailed
@@ -92,7 +93,8 @@ def _read_url(url: str) -> tuple[str, str]:
     found = _SCHEME.match(url)
     scheme = found.group(1).lower() if found else ""
     if scheme in _FETCHED_SCHEMES:
-        shown = url if len(url) <= _SHOWN_URL_CHARS else url[:_SHOWN_URL_CHARS] + "..."
+        masked = redact(url)  # a password, a token, a fragment: *** (masked before cut)
+        shown = masked if len(masked) <= _SHOWN_URL_CHARS else masked[:_SHOWN_URL_CHARS] + "..."
         raise NotFaked(_msgs.INGEST_NO_FETCH.format(url=repr(shown)))
     if scheme != "data":
         _refuse("url", _msgs.INGEST_BAD_SCHEME.format(scheme=scheme or url[:20]))

@@ -253,6 +253,21 @@ def test_an_http_url_is_refused_as_not_faked_and_nothing_is_written(
     assert status(client, 1).status_code == 404  # no job was made
 
 
+def test_a_refused_urls_credentials_are_never_shown(
+    client: httpx2.Client, fake: FakeContextQ
+) -> None:
+    """The refusal names the URL, but not its password, its token or its fragment: not in
+    the answer, nor in the journal that the dashboard and failure pages show."""
+    url = "https://bob:hunter2pw@example.com/doc?token=s3cr3ttok&x=1#frag-secret" + "/p" * 200
+    refused = ingest(client, url=url)
+    assert refused.status_code == 501
+    shown = refused.json()["message"]
+    assert "bob:***@example.com" in shown and "token=***" in shown
+    kept = fake.journal.last.response_body.decode()
+    for secret in ("hunter2pw", "s3cr3ttok", "frag-secret"):
+        assert secret not in shown and secret not in kept
+
+
 @pytest.mark.parametrize(
     ("url", "message"),
     [
