@@ -12,16 +12,10 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import Response
 
-from adapter import wire
 from fake_contextq.domain.backend import ContextQBackend
 from fake_contextq.domain.errors import ApiError
 from fake_contextq.domain.store import Store
-from fake_contextq.service.exchange import (
-    KEPT_OF_REFUSED,
-    ReceivedBody,
-    json_answer,
-    media_type,
-)
+from fake_contextq.service.exchange import BodyReader, ReceivedBody, json_answer
 from fake_contextq.service.faults import Faults
 from fake_contextq.service.journal import Journal
 from fake_contextq.stores.memory import MemoryStore
@@ -52,23 +46,15 @@ def error_response(exc: ApiError) -> Response:
 
 
 async def receive_limited(headers: Mapping[str, str], chunks: AsyncIterator[bytes]) -> ReceivedBody:
-    """The body, not read when its declared length is already over the limit, and read no
-    further than the limit when it streams in without one (chunked): what is past it is
-    never held, so a huge upload costs no memory before its 413."""
-    media = media_type(headers)
-    declared = headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > wire.MAX_BODY_BYTES:
-        return ReceivedBody(b"", media, int(declared))
-    parts: list[bytes] = []
-    size = 0
+    """The body as it streams in, read within the limit (``BodyReader``)."""
+    reader = BodyReader(headers)
+    if reader.refused is not None:
+        return reader.refused
     async for chunk in chunks:
-        size += len(chunk)
-        if size > wire.MAX_BODY_BYTES:
-            kept = b"".join(parts)[:KEPT_OF_REFUSED]
-            parts.clear()
-            return ReceivedBody(kept, media, streamed_too_large=size)
-        parts.append(chunk)
-    return ReceivedBody(b"".join(parts), media)
+        refused = reader.feed(chunk)
+        if refused is not None:
+            return refused
+    return reader.done()
 
 
 async def read_body(request: Request) -> bytes:

@@ -14,7 +14,7 @@ from fake_contextq.domain._validate import Issues
 from fake_contextq.domain.errors import ApiError
 from fake_contextq.domain.render import json_body
 
-__all__ = ["Answer", "ReceivedBody", "Request", "json_answer", "query_params"]
+__all__ = ["Answer", "BodyReader", "ReceivedBody", "Request", "json_answer", "query_params"]
 
 #: How much of a body refused as too large is kept, for the journal (which keeps no more).
 KEPT_OF_REFUSED = 64 * 1024
@@ -34,15 +34,9 @@ class ReceivedBody:
 
     @classmethod
     def whole(cls, data: bytes, headers: Mapping[str, str]) -> ReceivedBody:
-        """A body that arrived in one piece (in-process), judged as a streamed one is:
-        a declared length over the limit is never read, a body over it is refused."""
-        media = media_type(headers)
-        declared = headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > wire.MAX_BODY_BYTES:
-            return cls(b"", media, int(declared))
-        if len(data) > wire.MAX_BODY_BYTES:  # what was read is kept for the journal only
-            return cls(data[:KEPT_OF_REFUSED], media, streamed_too_large=len(data))
-        return cls(data, media)
+        """A body that arrived in one piece (in-process), judged as a streamed one is."""
+        reader = BodyReader(headers)
+        return reader.refused or reader.feed(data) or reader.done()
 
     def checked(self) -> bytes:
         """The raw body, refusing oversized and non-JSON bodies the way Fastify does."""
@@ -64,6 +58,35 @@ class ReceivedBody:
                 _msgs.UNSUPPORTED_MEDIA_TYPE_MSG.format(content_type=self.media),
             )
         return body
+
+
+class BodyReader:
+    """Reads a body within the limit, sans I/O (a transport feeds it what arrives): a
+    declared length over the limit is refused unread (``refused``), and a body that streams
+    past it without one is refused as soon as it does (``feed``'s answer), so what is past
+    the limit is never held and a huge upload costs no memory before its 413."""
+
+    def __init__(self, headers: Mapping[str, str]) -> None:
+        self.media = media_type(headers)
+        self.parts: list[bytes] = []
+        self.size = 0
+        declared = headers.get("content-length")
+        over = declared is not None and declared.isdigit() and int(declared) > wire.MAX_BODY_BYTES
+        self.refused = ReceivedBody(b"", self.media, int(declared)) if over and declared else None
+
+    def feed(self, chunk: bytes) -> ReceivedBody | None:
+        """Take one chunk; the refusal once the body is over the limit (what was read is
+        kept for the journal only), else None."""
+        self.size += len(chunk)
+        if self.size > wire.MAX_BODY_BYTES:
+            kept = (b"".join(self.parts) + chunk)[:KEPT_OF_REFUSED]
+            self.parts.clear()
+            return ReceivedBody(kept, self.media, streamed_too_large=self.size)
+        self.parts.append(chunk)
+        return None
+
+    def done(self) -> ReceivedBody:
+        return ReceivedBody(b"".join(self.parts), self.media)
 
 
 def media_type(headers: Mapping[str, str]) -> str:

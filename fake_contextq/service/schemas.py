@@ -113,11 +113,6 @@ def path_param(name: str, schema: Schema) -> Schema:
     return {"parameters": [{"name": name, "in": "path", "required": True, "schema": schema}]}
 
 
-ID_PARAM: Schema = path_param("context_id", {"type": "string", "pattern": "^[0-9]+$"})
-SLUG_PARAM: Schema = path_param("slug", {"type": "string"})
-EXTERNAL_ID_PARAM: Schema = path_param("external_id", {"type": "string", "minLength": 1})
-
-
 def merged(*parts: Schema) -> Schema:
     out: Schema = {}
     for part in parts:
@@ -187,8 +182,6 @@ HANDOFF: Schema = _object("id", "workspace", "session_id", "content", "created_a
 BOOT: Schema = _object(
     "goal", "resume", "handoff", "lessons", "facts", "token_budget", "tokens_used", "truncated"
 )
-SESSION_ID_PARAM: Schema = path_param("session_id", {"type": "string", "pattern": "^[0-9]+$"})
-TASK_ID_PARAM: Schema = path_param("task_id", {"type": "string", "pattern": "^[0-9]+$"})
 
 
 # ----- import, chunks, saved searches ([assumed] all) -----
