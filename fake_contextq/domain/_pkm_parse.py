@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fake_contextq import _msgs
-from fake_contextq.domain import _validate, shapes
+from fake_contextq.domain import shapes
+from fake_contextq.domain.errors import ValidationFailed
 
 Body = bytes | Mapping[str, Any]
 
@@ -34,10 +35,8 @@ def _since(text: str | None) -> datetime | None:
     try:
         at = datetime.fromisoformat(text.strip())
     except ValueError:
-        issues = _validate.Issues()
-        issues.add(("since",), _msgs.NOT_A_DATETIME.format(value=text))
-        issues.check()
-        raise AssertionError("unreachable: issues.check() raised") from None
+        message = _msgs.NOT_A_DATETIME.format(value=text)
+        raise ValidationFailed([{"path": "since", "message": message}]) from None
     return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
 
 
