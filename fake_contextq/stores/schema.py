@@ -29,6 +29,12 @@ from fake_contextq.domain.quota import DEFAULT_PLAN
 #: The one version this module creates and understands; bump it with every change.
 SCHEMA_VERSION = 3
 
+#: Older versions whose tables are a subset of this one's (each later version only added
+#: tables): a database of one is upgraded in place by creating the missing tables, so a
+#: dev stack's state survives an upgrade of the fake. Version 2 lacked the links, ingest
+#: jobs and saved searches.
+UPGRADES_FROM = frozenset({2})
+
 #: The length of an embedding vector (``agent_lessons.embedding``).
 EMBEDDING_DIMENSIONS = 768
 

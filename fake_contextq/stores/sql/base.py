@@ -270,14 +270,17 @@ class SqlStore:
         with self.transaction():
             conn = self._c
             existing = set(sa.inspect(conn).get_table_names())
-            self._check_schema(conn, existing)
+            upgrade = self._check_schema(conn, existing)
             s.metadata.create_all(conn, checkfirst=True)
             s.api_keys_prefix.create(conn, checkfirst=True)
             if s.schema_version.name not in existing:
                 conn.execute(sa.insert(s.schema_version).values(version=s.SCHEMA_VERSION))
+            elif upgrade:
+                conn.execute(sa.update(s.schema_version).values(version=s.SCHEMA_VERSION))
 
-    def _check_schema(self, conn: Connection, existing: set[str]) -> None:
-        """Refuse a database holding tables this fake did not create, or another version's."""
+    def _check_schema(self, conn: Connection, existing: set[str]) -> bool:
+        """Refuse a database holding tables this fake did not create, or another version's
+        than this one or one it upgrades in place (then True)."""
         foreign = existing - set(s.metadata.tables)
         if foreign:
             shown = ", ".join(sorted(foreign)[:5]) + (", ..." if len(foreign) > 5 else "")
@@ -287,6 +290,8 @@ class SqlStore:
             )
         if s.schema_version.name in existing:
             versions = list(conn.execute(sa.select(s.schema_version.c.version)).scalars())
+            if len(versions) == 1 and versions[0] in s.UPGRADES_FROM:
+                return True
             if versions != [s.SCHEMA_VERSION]:
                 if len(versions) == 1 and versions[0] < s.SCHEMA_VERSION:
                     advice = (
@@ -300,8 +305,9 @@ class SqlStore:
                     advice = "it is damaged: use another database"
                 raise SchemaVersionError(
                     f"{redacted_url(self.url)}: schema_version "
-                    f"{versions or 'empty'} is not {s.SCHEMA_VERSION}, the only version "
-                    f"this fake understands; {advice}"
+                    f"{versions or 'empty'} is not {s.SCHEMA_VERSION}, nor one it "
+                    f"upgrades in place ({', '.join(map(str, sorted(s.UPGRADES_FROM)))}); "
+                    f"{advice}"
                 )
         else:
             ours = {t.name for t in s.metadata.sorted_tables} & existing
@@ -311,6 +317,7 @@ class SqlStore:
                     f"{sorted(ours)} exist but there is no schema_version table; "
                     "this database was not created by SqlStore"
                 )
+        return False
 
     # ----- statements: built once, executed with parameters -----
 

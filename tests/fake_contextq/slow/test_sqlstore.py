@@ -145,7 +145,7 @@ def test_rows_and_keys_survive_a_restart(db_url: str) -> None:
     ("version", "says"),
     [
         (s.SCHEMA_VERSION + 41, "made by a newer fake-contextq: upgrade this one"),
-        (s.SCHEMA_VERSION - 1, "made by an older fake-contextq, whose state this one cannot"),
+        (min(s.UPGRADES_FROM) - 1, "made by an older fake-contextq, whose state this one"),
     ],
 )
 def test_an_unknown_schema_version_is_refused_saying_what_to_do(
@@ -158,6 +158,35 @@ def test_an_unknown_schema_version_is_refused_saying_what_to_do(
     engine.dispose()
     with pytest.raises(SchemaVersionError, match=f"schema_version \\[{version}\\].*{says}"):
         SqlStore(db_url)
+
+
+def test_a_version_2_database_is_upgraded_in_place_keeping_its_state(db_url: str) -> None:
+    """Version 3 only added tables: a dev stack's older database gains them, keeps its
+    rows, and serves every operation, the new ones included."""
+    added = [s.saved_searches, s.context_links, s.ingest_jobs]
+    first = SqlStore(db_url)
+    with FakeContextQ(store=first) as fake:
+        key = fake.mint_key(fake.create_tenant(), wire.SCOPES)
+        with fake.client(key) as c:
+            kept = ok(c.post("/api/contexts", json=context_body(title="kept")), 201)
+    first.close()
+    engine = sa.create_engine(db_url)
+    with engine.begin() as conn:  # what a version-2 fake left behind
+        for table in added:
+            table.drop(conn)
+        conn.execute(sa.update(s.schema_version).values(version=2))
+    engine.dispose()
+    store = SqlStore(db_url)
+    with FakeContextQ(store=store) as fake, fake.client(key) as c:
+        assert ok(c.get(f"/api/contexts/{kept['id']}"))["title"] == "kept"
+        other = ok(c.post("/api/contexts", json=context_body(title="other")), 201)
+        ok(c.post(f"/api/contexts/{kept['id']}/links", json={"targetId": other["id"]}), 201)
+    store.close()
+    engine = sa.create_engine(db_url)
+    with engine.connect() as conn:
+        assert list(conn.execute(sa.select(s.schema_version.c.version)).scalars()) == [3]
+        assert {t.name for t in added} <= set(sa.inspect(conn).get_table_names())
+    engine.dispose()
 
 
 def test_a_database_not_made_by_sqlstore_is_refused(tmp_path: Path) -> None:
