@@ -15,7 +15,7 @@ import contextvars
 import os
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, Self, TypeVar
 
 from adapter import _deadline
 from adapter.agent_memory.port import DEFAULT_MAX_CHARS, AgentMemory, Failure
@@ -127,6 +127,16 @@ class AsyncAgentMemory:
 
     async def handoff(self, run_id: str) -> str | None:
         return await _off_loop(self.sync.handoff, run_id)
+
+    async def aclose(self) -> None:
+        """The backend's ``close()``, off the loop (closing a session may wait on it)."""
+        await _off_loop(self.sync.close)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 async def select_async_agent_memory(

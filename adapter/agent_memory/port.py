@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import wraps
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
 from adapter import _deadline
 from adapter.agent_memory.records import Capabilities, IssueEvent, RunRecord
@@ -59,6 +59,9 @@ class AgentMemory(Protocol):
         self, text: str, *, run_id: str | None = None, tags: Iterable[str] = ()
     ) -> Lesson | None: ...
     def handoff(self, run_id: str) -> str | None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *exc_info: object) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,16 @@ class BestEffort:
         self.strict = strict
         self.timeout = _deadline.check(timeout)
         self.failures: list[Failure] = []
+
+    def close(self) -> None:
+        """Release what the backend holds (a client, a session); a backend holding nothing
+        has nothing to do. Never raises, and a second call does nothing more."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def _failed(self, method: str, exc: Exception) -> None:
         code = getattr(exc, "code", None) or type(exc).__name__

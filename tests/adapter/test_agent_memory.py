@@ -17,9 +17,11 @@ import pytest
 
 from adapter import ContextQClient, ContextQError, wire
 from adapter.agent_memory import (
+    AgentMemory,
     ContextQAgentMemory,
     LocalAgentMemory,
     McpAgentMemory,
+    NoAgentMemory,
     RemoteAgentMemory,
     RunRecord,
     strip_preamble,
@@ -164,6 +166,33 @@ def test_a_preamble_never_comes_back_in_a_record(memory: Any) -> None:
 def test_bad_input_is_a_value_error_at_once(memory: Any, call: Callable[[Any], Any]) -> None:
     with pytest.raises(ValueError, match=r"top_k|max_chars|RunRecord|run_id"):
         call(memory)
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_every_backend_closes_as_a_context_manager_and_twice(backends: Backends, kind: str) -> None:
+    """Whatever ``select_agent_memory`` picked can be closed without knowing which it is:
+    a client the memory made is closed (a later call is an absorbed failure), one it was
+    given stays its owner's, an MCP session ends and a later call opens a new one, and a
+    local directory holds nothing open."""
+    memory = backends.make(kind)
+    assert isinstance(memory, AgentMemory)
+    with memory as entered:
+        assert entered is memory
+        assert memory.write_record(run("before")) == run("before")
+    memory.close()  # a second close does nothing more and never raises
+    after = memory.write_record(run("after"))
+    if kind == "contextq-served":
+        assert after is None
+        assert [f.method for f in memory.failures] == ["write_record"]
+    else:
+        assert after == run("after")
+        assert memory.failures == []
+
+
+def test_no_agent_memory_closes_too() -> None:
+    with NoAgentMemory() as memory:
+        assert memory.write_record(run("r")) is None
+    memory.close()
 
 
 def test_a_record_without_a_proper_run_id_is_refused() -> None:

@@ -60,10 +60,11 @@ def test_an_async_agent_awaits_the_same_memory(backend: str, tmp_path: Path) -> 
             assert memory.failures == []
             return memory
 
-        memory = asyncio.run(agent())
-        close = getattr(memory.sync, "close", None)
-        if close is not None:
-            close()
+        async def run_and_close() -> None:
+            async with await agent() as memory:
+                assert memory.failures == []
+
+        asyncio.run(run_and_close())
     fake.close()
 
 
