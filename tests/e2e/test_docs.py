@@ -577,7 +577,12 @@ def test_a_console_sample_is_what_the_command_prints(block: Block, tmp_path: Pat
         )
     finally:
         process.send_signal(signal.SIGINT)
-        process.communicate(timeout=30)
+        try:
+            process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()  # never leave a server behind the test run
+            process.communicate()
+            raise AssertionError(f"{block.id}: {command!r} did not stop on Ctrl-C") from None
 
 
 def _shape(pattern: str) -> str:
