@@ -82,15 +82,18 @@ class IngestLayer:
             self.backend.audit(p, PkmAction.INGEST_SUBMIT, "ingest_job", str(job.id))
             return job, []
 
-    def status(self, p: r.Principal, raw_id: str | int) -> tuple[r.IngestJob, list[r.Context]]:
-        """The job after one more step (none once it ended) and the contexts it made that
-        still exist."""
+    def status(
+        self, p: r.Principal, raw_id: str | int, *, advance: bool = True
+    ) -> tuple[r.IngestJob, list[r.Context]]:
+        """The job after one more step (none once it ended, nor when ``advance`` is off: a
+        HEAD, whose caller would never see the step) and the contexts it made that still
+        exist."""
         job_id = parse.parse_id(str(raw_id), "jobId")
         with self.store.transaction():
             job = self.store.ingest_job(p.tenant_id, job_id) if wire.id_in_range(job_id) else None
             if job is None:
                 raise not_found(_msgs.INGEST_JOB_NOT_FOUND.format(id=job_id))
-            if job.status not in _ENDED:
+            if advance and job.status not in _ENDED:
                 job = self._step(job)
             made = [self.store.context(p.tenant_id, i) for i in job.context_ids]
             return job, [c for c in made if c is not None]

@@ -33,6 +33,7 @@ class Inputs:
     path: Mapping[str, str]
     query: Mapping[str, str]
     body: bytes
+    head: bool = False  # a HEAD: the caller sees no body, so nothing may move unseen
 
 
 Call = Callable[[ContextQBackend, r.Principal, Inputs], Any]
@@ -336,7 +337,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         W.INGEST_STATUS,
         "ingest",
-        lambda b, p, i: b.ingest.status(p, i.path["job_id"]),
+        lambda b, p, i: b.ingest.status(p, i.path["job_id"], advance=not i.head),
         render.ingest_job_json,
         oa.INGEST_JOB,
         (400, 403, 404),

@@ -126,6 +126,7 @@ class ContextQService:
                 _routing.path_values(found, request.raw_path),
                 query_params(request.query) if op.query else {},
                 request.body.checked() if op.reads_body else b"",
+                request.method == "HEAD",
             )
             auth.require_scope(principal.scopes, op.scope)
             return op.call(backend, principal, inputs)

@@ -125,6 +125,19 @@ def test_a_job_is_queued_then_running_then_done_one_step_per_status_read(
     ]
 
 
+def test_a_head_on_the_status_finds_the_job_without_moving_it(
+    client: httpx2.Client, fake: FakeContextQ, tenant: Tenant
+) -> None:
+    """A HEAD's caller sees no body: a step it caused would pass unseen by the polling."""
+    job = submitted(client, text=DOC)
+    for _ in range(3):
+        looked = client.head(f"/api/ingest/jobs/{job['id']}")
+        assert (looked.status_code, looked.content) == (200, b"")
+    assert fake.contexts(tenant) == []
+    assert status(client, job["id"]).json()["status"] == wire.INGEST_RUNNING
+    assert client.head(f"/api/ingest/jobs/{job['id'] + 1}").status_code == 404
+
+
 def test_run_ingest_jobs_ends_every_unfinished_job_at_once(
     client: httpx2.Client, fake: FakeContextQ, other: tuple[Tenant, httpx2.Client]
 ) -> None:
