@@ -503,8 +503,9 @@ BOOT_FACTS: Final = 5  # [assumed] search hits of the goal in a Boot Pack
 # --- The LLM-written PKM contexts (dream, evolve, maps of content) ----------------------------
 # [public] the tools ctx_dream, ctx_evolve, ctx_regenerate_mocs; [seed] the types synthesis,
 # map and moc. [assumed] everything below. Each needs a workspace where the handoff does
-# (dream and MOCs: 400 no_workspace, checked first) and the server's LLM (503
-# llm_unavailable, checked next); sources are then gathered, and none is a 400.
+# (dream and MOCs: the body's; evolve: its context's, once the context is found; none is
+# 400 no_workspace, checked first) and the server's LLM (503 llm_unavailable, checked
+# next); sources are then gathered, and none is a 400.
 PKM_DERIVED_TYPES: Final = ("synthesis", "map", "moc")  # never a dream's or a MOC's source
 DREAM_TYPE: Final = "synthesis"  # what a dream creates
 DREAM_TAG: Final = "dream"  # the one tag a dream's synthesis carries

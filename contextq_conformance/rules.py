@@ -249,7 +249,8 @@ RULES: Final[dict[str, Rule]] = _rules(
     Rule(
         "mcp.llm-tools-no-workspace",
         "assumed",
-        "ctx_dream and ctx_regenerate_mocs without a workspace are 400 `no_workspace` tool errors",
+        "ctx_dream and ctx_regenerate_mocs without a workspace, and ctx_evolve of a context "
+        "with none, are 400 `no_workspace` tool errors, before any LLM check",
     ),
     Rule(
         "mcp.llm-tools-no-llm",

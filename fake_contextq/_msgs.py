@@ -192,6 +192,10 @@ NOTHING_TO_DREAM = (
     "are never a dream's source); nothing was written."
 )
 NOTHING_TO_DREAM_SINCE = " updated since {since}"
+NO_WORKSPACE_TO_EVOLVE = (
+    "Evolving context {id} needs a workspace: the context has none (an unknown workspace "
+    "slug is stored as none); its related contexts are those of its workspace."
+)
 NOTHING_TO_EVOLVE = (
     "Context {id} has no newer related context (same workspace, a shared tag) to evolve "
     "from: send an instruction."
