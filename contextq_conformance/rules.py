@@ -188,6 +188,12 @@ RULES: Final[dict[str, Rule]] = _rules(
         "ctx_save requires `content` (with `tags`, `metadata`); ctx_search requires `query` "
         "(with `tags`, `limit` defaulting to 10)",
     ),
+    Rule(
+        "mcp.param-names",
+        "assumed",
+        "Tool parameters are camelCase: the agent tools take `sessionId`, `parentSessionId`, "
+        "`parentKey`, `taskId`, `tokenBudget` where their REST bodies say `session_id`, ...",
+    ),
     Rule("mcp.save-types", "seed", "ctx_save advertises the same 9 types as create"),
     Rule(
         "mcp.search-types",
