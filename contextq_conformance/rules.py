@@ -47,6 +47,14 @@ RULES: Final[dict[str, Rule]] = _rules(
         "A 401 on `/mcp` and on a REST route carries `WWW-Authenticate: Bearer realm=...`, "
         'with `error="invalid_token"` when a key was sent (RFC 6750 §3)',
     ),
+    Rule(
+        "auth.no-oauth",
+        "assumed",
+        "No OAuth: `/.well-known/oauth-protected-resource` (and for `/mcp`), "
+        "`/.well-known/oauth-authorization-server`, `/.well-known/openid-configuration` and "
+        "`POST /register` at the MCP endpoint's origin are 404, which MCP clients read as "
+        '"no OAuth here"',
+    ),
     # errors
     Rule(
         "errors.validation-400",
@@ -232,6 +240,19 @@ RULES: Final[dict[str, Rule]] = _rules(
         "assumed",
         "Every listed tool declares an `outputSchema`; ctx_save, ctx_get and ctx_list's "
         "`structuredContent` validates against it",
+    ),
+    Rule(
+        "mcp.cors-preflight",
+        "assumed",
+        "A CORS preflight on `/mcp` from a browser page is a 204 allowing its origin (or `*`), "
+        "`POST` and the headers asked for, exposing `WWW-Authenticate` and "
+        "`Mcp-Protocol-Version`; the 401 to that page carries the same allowance",
+    ),
+    Rule(
+        "mcp.protocol-versions",
+        "assumed",
+        "`initialize` asking for `2025-11-25` (the TypeScript SDK's newest) is answered with "
+        "it; asking for an unknown version is answered with the server's latest, not an error",
     ),
     Rule(
         "mcp.import",
