@@ -44,6 +44,8 @@ def renamed(tool: McpTool, args: dict[str, Any]) -> dict[str, Any]:
     """The arguments with each former parameter name (``McpTool.aliases``) given alone
     renamed to its parameter; one given with its parameter is ``Refused`` naming the one to
     use, as a Zod refine on the alias would ([assumed])."""
+    if not tool.aliases:
+        return args
     clashes = [(old, new) for old, new in tool.aliases.items() if old in args and new in args]
     if clashes:
         found = [

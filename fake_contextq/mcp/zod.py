@@ -190,9 +190,9 @@ def stripped(schema: Mapping[str, Any], value: Any) -> Any:
     if isinstance(value, dict) and "properties" in schema:
         fields = schema["properties"]
         return {k: stripped(fields[k], v) for k, v in value.items() if k in fields}
-    if isinstance(value, list) and "items" in schema:
+    if isinstance(value, list) and "properties" in schema.get("items", {}):
         return [stripped(schema["items"], item) for item in value]
-    return value
+    return value  # nothing in it can be stripped: a scalar, a record, a list of those
 
 
 def message(found: Sequence[Issue]) -> str:

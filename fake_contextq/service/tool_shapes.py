@@ -54,6 +54,14 @@ class McpTool:
     provenance: str
     destructive: bool = False
     output_schema: Mapping[str, Any] = field(default_factory=lambda: ANY_OBJECT)
+    #: former name -> parameter, for the parameters renamed to camelCase
+    #: (``wire.MCP_PARAM_NAMES``): accepted until ``MCP_ALIASES_UNTIL``, never listed
+    aliases: Mapping[str, str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        names = self.input_schema.get("properties", {})
+        found = {old: new for old, new in wire.MCP_PARAM_NAMES.items() if new in names}
+        object.__setattr__(self, "aliases", found)  # computed once, read on every call
 
     @classmethod
     def of(
@@ -79,13 +87,6 @@ class McpTool:
     @property
     def required(self) -> tuple[str, ...]:
         return tuple(self.input_schema.get("required", ()))
-
-    @property
-    def aliases(self) -> dict[str, str]:
-        """Former name -> parameter, for the parameters renamed to camelCase
-        (``wire.MCP_PARAM_NAMES``): accepted until ``MCP_ALIASES_UNTIL``, never listed."""
-        names = self.input_schema.get("properties", {})
-        return {old: new for old, new in wire.MCP_PARAM_NAMES.items() if new in names}
 
 
 def schema(properties: Mapping[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
