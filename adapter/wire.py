@@ -503,8 +503,9 @@ BOOT_FACTS: Final = 5  # [assumed] search hits of the goal in a Boot Pack
 # --- The LLM-written PKM contexts (dream, evolve, maps of content) ----------------------------
 # [public] the tools ctx_dream, ctx_evolve, ctx_regenerate_mocs; [seed] the types synthesis,
 # map and moc. [assumed] everything below. Each needs a workspace where the handoff does
-# (dream and MOCs: 400 no_workspace, checked first) and the server's LLM (503
-# llm_unavailable, checked next); sources are then gathered, and none is a 400.
+# (dream and MOCs: the body's; evolve: its context's, once the context is found; none is
+# 400 no_workspace, checked first) and the server's LLM (503 llm_unavailable, checked
+# next); sources are then gathered, and none is a 400.
 PKM_DERIVED_TYPES: Final = ("synthesis", "map", "moc")  # never a dream's or a MOC's source
 DREAM_TYPE: Final = "synthesis"  # what a dream creates
 DREAM_TAG: Final = "dream"  # the one tag a dream's synthesis carries
@@ -656,6 +657,36 @@ MCP_DEFAULT_API_URL: Final = "http://localhost:38200"  # [assumed] the dev stack
 # [assumed] a stateless server that answers each POST with one JSON body (no SSE stream),
 # as an API-key-authenticated TypeScript server built on the SDK's transport usually is.
 MCP_STATELESS: Final = True
+
+
+# [assumed] MCP tool parameters are camelCase. The public page's (``ctx_save``:
+# ``content``, ``tags``, ``metadata``; ``ctx_search``: ``query``, ``tags``, ``limit``) are
+# one word each and so say nothing either way; the context tools' one compound name is
+# ``externalId``, as on REST ([seed] ``by-external/:externalId``, the upsert key), their
+# answers are camelCase (``createdAt``), and a TypeScript server's Zod shapes are spelt so.
+# The agent tools' REST bodies and paths are snake_case ([seed] ``token_budget`` for boot,
+# ``parent_session_id``; [assumed] the rest), so these parameters are renamed between a
+# tool and its REST call, here and only here. The seeds name the REST fields, not the
+# tools' parameters: a real server may keep the snake names on its agent tools
+# (conformance rule ``mcp.param-names`` says). REST field -> MCP parameter:
+MCP_PARAM_NAMES: Final[Mapping[str, str]] = {
+    "session_id": "sessionId",
+    "parent_session_id": "parentSessionId",
+    "parent_key": "parentKey",
+    "task_id": "taskId",
+    "token_budget": "tokenBudget",
+}
+_REST_FIELD_NAMES: Final[Mapping[str, str]] = {v: k for k, v in MCP_PARAM_NAMES.items()}
+
+
+def mcp_arguments(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A REST body's (or path's) fields as an MCP tool's arguments (``MCP_PARAM_NAMES``)."""
+    return {MCP_PARAM_NAMES.get(k, k): v for k, v in fields.items()}
+
+
+def rest_fields(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """An MCP tool's arguments as its REST call's fields: ``mcp_arguments`` undone."""
+    return {_REST_FIELD_NAMES.get(k, k): v for k, v in arguments.items()}
 
 
 MCP_ERROR_PREFIX: Final = "ContextQ"  # [assumed] a tool error's text opens with it

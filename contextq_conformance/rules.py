@@ -47,6 +47,14 @@ RULES: Final[dict[str, Rule]] = _rules(
         "A 401 on `/mcp` and on a REST route carries `WWW-Authenticate: Bearer realm=...`, "
         'with `error="invalid_token"` when a key was sent (RFC 6750 §3)',
     ),
+    Rule(
+        "auth.no-oauth",
+        "assumed",
+        "No OAuth: `/.well-known/oauth-protected-resource` (and for `/mcp`), "
+        "`/.well-known/oauth-authorization-server`, `/.well-known/openid-configuration` and "
+        "`POST /register` at the MCP endpoint's origin are 404, which MCP clients read as "
+        '"no OAuth here"',
+    ),
     # errors
     Rule(
         "errors.validation-400",
@@ -188,6 +196,12 @@ RULES: Final[dict[str, Rule]] = _rules(
         "ctx_save requires `content` (with `tags`, `metadata`); ctx_search requires `query` "
         "(with `tags`, `limit` defaulting to 10)",
     ),
+    Rule(
+        "mcp.param-names",
+        "assumed",
+        "Tool parameters are camelCase: the agent tools take `sessionId`, `parentSessionId`, "
+        "`parentKey`, `taskId`, `tokenBudget` where their REST bodies say `session_id`, ...",
+    ),
     Rule("mcp.save-types", "seed", "ctx_save advertises the same 9 types as create"),
     Rule(
         "mcp.search-types",
@@ -228,6 +242,19 @@ RULES: Final[dict[str, Rule]] = _rules(
         "`structuredContent` validates against it",
     ),
     Rule(
+        "mcp.cors-preflight",
+        "assumed",
+        "A CORS preflight on `/mcp` from a browser page is a 204 allowing its origin (or `*`), "
+        "`POST` and the headers asked for, exposing `WWW-Authenticate` and "
+        "`Mcp-Protocol-Version`; the 401 to that page carries the same allowance",
+    ),
+    Rule(
+        "mcp.protocol-versions",
+        "assumed",
+        "`initialize` asking for `2025-11-25` (the TypeScript SDK's newest) is answered with "
+        "it; asking for an unknown version is answered with the server's latest, not an error",
+    ),
+    Rule(
         "mcp.import",
         "assumed",
         "ctx_import (`contexts`: items as ctx_save's) lands every item, an `externalId` with it",
@@ -249,7 +276,8 @@ RULES: Final[dict[str, Rule]] = _rules(
     Rule(
         "mcp.llm-tools-no-workspace",
         "assumed",
-        "ctx_dream and ctx_regenerate_mocs without a workspace are 400 `no_workspace` tool errors",
+        "ctx_dream and ctx_regenerate_mocs without a workspace, and ctx_evolve of a context "
+        "with none, are 400 `no_workspace` tool errors, before any LLM check",
     ),
     Rule(
         "mcp.llm-tools-no-llm",

@@ -9,6 +9,7 @@ import json
 import httpx2
 import pytest
 
+from contextq_conformance._results import ok
 from contextq_conformance._results import text as result_text
 from contextq_conformance.targets import Target, Tenant
 
@@ -45,6 +46,42 @@ def test_save_and_search_take_the_documented_parameters(target: Target, tenant: 
     assert {"query", "tags", "limit"} <= set(search["properties"])
     assert search["properties"]["limit"].get("default") == 10
     assert sorted(save["properties"]["type"]["enum"]) == sorted(NINE)
+
+
+# The agent tools' parameters named in camelCase, where their REST fields are snake_case.
+CAMEL_PARAMS = {
+    "agent_session_start": {"parentSessionId"},
+    "agent_session_end": {"sessionId"},
+    "agent_checkpoint": {"sessionId"},
+    "agent_resume": {"sessionId"},
+    "agent_task_upsert": {"sessionId", "parentKey"},
+    "agent_task_tick": {"taskId"},
+    "agent_lesson_add": {"sessionId"},
+    "agent_handoff": {"sessionId"},
+    "agent_boot": {"tokenBudget"},
+}
+
+
+@pytest.mark.contract("mcp.param-names")
+def test_tool_parameters_are_camel_case(target: Target, tenant: Tenant) -> None:
+    mcp = target.mcp(tenant.client)
+    tools = {t.name: t.input_schema for t in mcp.list_tools()}
+    snake = sorted(
+        (name, param)
+        for name, schema in tools.items()
+        if name.startswith(("ctx_", "agent_"))
+        for param in schema.get("properties", {})
+        if "_" in param
+    )
+    assert snake == []
+    missing = {
+        name: sorted(wanted - set(tools[name].get("properties", {})))
+        for name, wanted in CAMEL_PARAMS.items()
+    }
+    assert {name: gone for name, gone in missing.items() if gone} == {}
+    session = ok(mcp.call_tool("agent_session_start", {}))["id"]
+    resumed = ok(mcp.call_tool("agent_resume", {"sessionId": session}))
+    assert resumed["session"]["id"] == session
 
 
 @pytest.mark.contract("mcp.search-types", "mcp.tool-error")

@@ -6,6 +6,7 @@ one in two reads; a real service is given ``INGEST_WAIT`` seconds)."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -92,11 +93,19 @@ NEEDS_LLM = (
 
 
 @pytest.mark.contract("mcp.llm-tools-no-workspace")
-@pytest.mark.parametrize("tool", ["ctx_dream", "ctx_regenerate_mocs"])
+@pytest.mark.parametrize("tool", ["ctx_dream", "ctx_regenerate_mocs", "ctx_evolve"])
 def test_a_workspace_tool_without_a_workspace_is_a_no_workspace_error(
     target: Target, tenant: Tenant, tool: str
 ) -> None:
-    result = target.mcp(tenant.client).call_tool(tool, {})
+    """ctx_evolve's workspace is its context's: one saved with none (and two tags in
+    common with a newer one, so it has a source where a server has an LLM)."""
+    arguments: dict[str, Any] = {}
+    if tool == "ctx_evolve":
+        api = tenant.client.api
+        made = api.create_context("reference", "Deploy day", "Tuesdays.", tags=["d"])
+        api.create_context("reference", "Deploy freeze", "Not in December.", tags=["d"])
+        arguments = {"id": made.id, "instruction": "shorter"}
+    result = target.mcp(tenant.client).call_tool(tool, arguments)
     assert result.is_error
     assert "400" in text(result) and "no_workspace" in text(result), text(result)
 

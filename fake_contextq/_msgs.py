@@ -192,6 +192,10 @@ NOTHING_TO_DREAM = (
     "are never a dream's source); nothing was written."
 )
 NOTHING_TO_DREAM_SINCE = " updated since {since}"
+NO_WORKSPACE_TO_EVOLVE = (
+    "Evolving context {id} needs a workspace: the context has none (an unknown workspace "
+    "slug is stored as none); its related contexts are those of its workspace."
+)
 NOTHING_TO_EVOLVE = (
     "Context {id} has no newer related context (same workspace, a shared tag) to evolve "
     "from: send an instruction."
@@ -249,6 +253,11 @@ ZOD_SAFE_INTEGER_NOTE = "Integers must be within the safe integer range."
 # id and externalId, and the fake's own bound on nesting (JSON.parse has none; REST has it)
 ZOD_EXACTLY_ONE = "Give exactly one of {names}."
 MCP_TOO_DEEP = "JSON nested deeper than {depth} levels"
+# an alias given with the parameter it names (``tool_shapes.MCP_ALIASES_UNTIL``)
+MCP_ALIAS_AND_NAME = (
+    "Give {name} only: {alias} is its former name (accepted alone until fake-contextq "
+    "{until}), and both were given."
+)
 # [assumed] the TypeScript SDK's streamable HTTP transport (v1.29.0
 # ``src/server/webStandardStreamableHttp.ts``): a 400 with JSON-RPC code -32000
 MCP_UNSUPPORTED_VERSION = (

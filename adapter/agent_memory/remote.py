@@ -122,10 +122,11 @@ class McpRemote:
     def _call(
         self, tool: str, arguments: Mapping[str, Any], read: Callable[[Any], T] | None = None
     ) -> T | None:
-        """The tool's answer, through ``read`` (None: not read)."""
+        """The tool's answer, through ``read`` (None: not read). ``arguments`` are named
+        as REST names its fields; sent as the tool's parameters (``wire.mcp_arguments``)."""
         from adapter.mcp_client import result_text
 
-        args = {k: v for k, v in arguments.items() if v is not None}
+        args = wire.mcp_arguments({k: v for k, v in arguments.items() if v is not None})
         try:
             result = self.session.call_tool(tool, args)
         except TimeoutError as exc:

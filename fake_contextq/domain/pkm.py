@@ -4,9 +4,9 @@ ContextQ's public docs name the tools (``ctx_dream``, ``ctx_evolve``,
 ``ctx_regenerate_mocs``); seed 003 says the handoff wraps the "dream-handoff generator",
 needs a workspace (400 ``no_workspace``, checked first) and 503s without an LLM provider.
 The fake holds these the same way, in that order: the request, then what it names (its
-workspace, its context), then the LLM, then its sources (none is a 400), the quota, and
-only then the LLM's text, all in one transaction, so a refusal or a failing LLM writes
-nothing. Every shape here is [assumed] (``adapter.wire``).
+workspace; or its context, then that context's workspace), then the LLM, then its sources
+(none is a 400), the quota, and only then the LLM's text, all in one transaction, so a
+refusal or a failing LLM writes nothing. Every shape here is [assumed] (``adapter.wire``).
 """
 
 from __future__ import annotations
@@ -137,11 +137,16 @@ class PkmLayer:
 
     def evolve(self, p: r.Principal, raw_id: str | int, body: Body) -> r.Context:
         """The context revised by the LLM from its newer related contexts (same workspace,
-        a shared tag, written after it) and the caller's instruction."""
+        a shared tag, written after it) and the caller's instruction. A context of no
+        workspace is the handoff's 400 ``no_workspace``: the workspace is what it reads."""
         context_id = parse.parse_id(str(raw_id))
         data = parse_evolve(body)
         with self.store.transaction():
             target = self._context(p.tenant_id, context_id)
+            if target.workspace_id is None:  # the handoff's workspace check, before the LLM
+                raise ApiError(
+                    _msgs.NO_WORKSPACE, _msgs.NO_WORKSPACE_TO_EVOLVE.format(id=target.id)
+                )
             llm = self._llm("evolved context")
             sources = tuple(self._newer_related(target)[: data.limit])
             if not sources and data.instruction is None:

@@ -23,7 +23,7 @@ from fake_contextq.mcp import zod
 from fake_contextq.mcp.tools import Rest, run_tool
 from fake_contextq.mcp.versions import SUPPORTED_PROTOCOL_VERSIONS, InitializeVersion
 from fake_contextq.service.operations import MCP_TOOLS
-from fake_contextq.service.tool_shapes import McpTool
+from fake_contextq.service.tool_shapes import MCP_ALIASES_UNTIL, McpTool
 
 RestFor = Callable[[ServerRequestContext[Any, Any]], Rest]
 
@@ -36,30 +36,49 @@ class Refused(Exception):
         super().__init__(_msgs.MCP_ERROR_OF.format(code=types.INVALID_PARAMS, message=message))
 
 
+def _bad_arguments(tool: McpTool, found: list[dict[str, Any]]) -> Refused:
+    return Refused(_msgs.MCP_BAD_ARGUMENTS.format(name=tool.name, problem=zod.message(found)))
+
+
+def renamed(tool: McpTool, args: dict[str, Any]) -> dict[str, Any]:
+    """The arguments with each former parameter name (``McpTool.aliases``) given alone
+    renamed to its parameter; one given with its parameter is ``Refused`` naming the one to
+    use, as a Zod refine on the alias would ([assumed])."""
+    if not tool.aliases:
+        return args
+    clashes = [(old, new) for old, new in tool.aliases.items() if old in args and new in args]
+    if clashes:
+        found = [
+            {
+                "code": "custom",
+                "path": [old],
+                "message": _msgs.MCP_ALIAS_AND_NAME.format(
+                    name=new, alias=old, until=MCP_ALIASES_UNTIL
+                ),
+            }
+            for old, new in clashes
+        ]
+        raise _bad_arguments(tool, found)
+    return {tool.aliases.get(k, k): v for k, v in args.items()}
+
+
 def check_arguments(tool: McpTool, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
     """The arguments if the tool's Zod schema (as ``mcp.zod`` reads its input schema)
-    takes them, else ``Refused`` with Zod 4's issues. Text that is not valid Unicode is
-    made so first (``wire.well_formed``), as REST makes a body's. Rules the schema does not
-    state (a string's length, a workspace that exists) are ContextQ's: REST checks them and
-    its refusal comes back as a tool error, word for word ([assumed])."""
-    args = dict(arguments or {})
+    takes them, as Zod's parse returns them (names it does not list dropped), else
+    ``Refused`` with Zod 4's issues. Text that is not valid Unicode is
+    made so first (``wire.well_formed``), as REST makes a body's; a former parameter name
+    is its parameter's (``renamed``). Rules the schema does not state (a string's length, a
+    workspace that exists) are ContextQ's: REST checks them and its refusal comes back as a
+    tool error, word for word ([assumed])."""
+    args = renamed(tool, dict(arguments or {}))
     if wire.nested_too_deep(args):
-        problem = zod.message(
-            [
-                {
-                    "code": "custom",
-                    "path": [],
-                    "message": _msgs.MCP_TOO_DEEP.format(depth=wire.MAX_JSON_DEPTH),
-                }
-            ]
-        )
-        raise Refused(_msgs.MCP_BAD_ARGUMENTS.format(name=tool.name, problem=problem))
+        too_deep = _msgs.MCP_TOO_DEEP.format(depth=wire.MAX_JSON_DEPTH)
+        raise _bad_arguments(tool, [{"code": "custom", "path": [], "message": too_deep}])
     args = dict(wire.well_formed_json(args))  # [assumed] a lone surrogate is U+FFFD, as in REST
     found = zod.issues(tool.input_schema, args)
     if found:
-        problem = zod.message(found)
-        raise Refused(_msgs.MCP_BAD_ARGUMENTS.format(name=tool.name, problem=problem))
-    return args
+        raise _bad_arguments(tool, found)
+    return dict(zod.stripped(tool.input_schema, args))
 
 
 def refusal(text: str) -> types.CallToolResult:

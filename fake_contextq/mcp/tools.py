@@ -203,12 +203,14 @@ async def _json(
 
 
 async def _generic(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
-    """Path parameters from the arguments named in the route; the rest is the body (or
-    the query of a GET)."""
+    """The arguments by their REST names (``wire.rest_fields``: ``sessionId`` is the
+    path's ``session_id``); path parameters from those the route names; the rest is the
+    body (or the query of a GET)."""
     route = tool.route
     names = _path_names(route)
-    path = {n: args[n] for n in names}
-    rest_args = {k: v for k, v in args.items() if k not in names}
+    fields = wire.rest_fields(args)
+    path = {n: fields[n] for n in names}
+    rest_args = {k: v for k, v in fields.items() if k not in names}
     if route.method == "GET":
         return await _json(rest, route, path=path, params=rest_args)
     return await _json(rest, route, path=path, body=rest_args)

@@ -10,7 +10,7 @@ what it expected, its ``path`` as a JSON array and Zod's English ``message``. Th
 reads the subset of JSON Schema the fake's tools declare (type, properties, required, enum,
 minimum/maximum, minItems/maxItems, items, and ``oneOf`` of required names, a refine) and
 yields the issues Zod 4 yields for the same schema. Unknown keys are stripped by Zod, not
-refused, so they are not issues here either.
+refused, so they are not issues here either: ``stripped`` drops them, as Zod's output does.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any, Final
 from fake_contextq import _msgs
 from fake_contextq.service.tool_shapes import MCP_MAX_ID
 
-__all__ = ["MAX_SAFE_INTEGER", "issues", "message"]
+__all__ = ["MAX_SAFE_INTEGER", "issues", "message", "stripped"]
 
 Issue = dict[str, Any]
 Path = tuple[str | int, ...]
@@ -181,6 +181,18 @@ def issues(schema: Mapping[str, Any], value: Any) -> list[Issue]:
     out: list[Issue] = []
     _check(schema, value, (), out)
     return out
+
+
+def stripped(schema: Mapping[str, Any], value: Any) -> Any:
+    """What Zod's parse returns for a value it took: ``z.object`` drops the keys its shape
+    does not declare, at every depth (an object schema without ``properties`` is a record,
+    kept whole). So a name the schema does not list never reaches the handler."""
+    if isinstance(value, dict) and "properties" in schema:
+        fields = schema["properties"]
+        return {k: stripped(fields[k], v) for k, v in value.items() if k in fields}
+    if isinstance(value, list) and "properties" in schema.get("items", {}):
+        return [stripped(schema["items"], item) for item in value]
+    return value  # nothing in it can be stripped: a scalar, a record, a list of those
 
 
 def message(found: Sequence[Issue]) -> str:

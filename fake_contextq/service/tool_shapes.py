@@ -4,8 +4,10 @@ model about it, its input schema and that schema's provenance.
 [public] ContextQ's MCP server names the Core CRUD tools and ``ctx_stats``, and documents
 the parameters of ``ctx_save``, ``ctx_search`` and ``ctx_list``; [seed] the 9-type enum on
 save, the 6-type enum on search, the agent tools (seed 003: ``mcp/src/tools.ts``, each tool
-one REST call); [assumed] every other parameter and shape. The tools themselves are
-declared on their operations (``operations.OPERATIONS``); ``operations.MCP_TOOLS`` lists them.
+one REST call); [assumed] every other parameter and shape, and the names: camelCase
+(``wire.MCP_PARAM_NAMES``), the agent tools' former snake_case ones aliases for a release.
+The tools themselves are declared on their operations (``operations.OPERATIONS``);
+``operations.MCP_TOOLS`` lists them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Final
 from adapter import wire
 
 __all__ = [
+    "MCP_ALIASES_UNTIL",
     "MCP_SAVE_DEFAULT_TYPE",
     "MCP_TOOLS_NOT_FAKED",
     "Exposure",
@@ -51,6 +54,14 @@ class McpTool:
     provenance: str
     destructive: bool = False
     output_schema: Mapping[str, Any] = field(default_factory=lambda: ANY_OBJECT)
+    #: former name -> parameter, for the parameters renamed to camelCase
+    #: (``wire.MCP_PARAM_NAMES``): accepted until ``MCP_ALIASES_UNTIL``, never listed
+    aliases: Mapping[str, str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        names = self.input_schema.get("properties", {})
+        found = {old: new for old, new in wire.MCP_PARAM_NAMES.items() if new in names}
+        object.__setattr__(self, "aliases", found)  # computed once, read on every call
 
     @classmethod
     def of(
@@ -107,6 +118,18 @@ CONTEXT_FIELDS: Final = {
     "workspace": WORKSPACE,
     "externalId": {"type": "string", "description": "unique per tenant"},
 }
+
+# [assumed] Parameter names are camelCase (``wire.MCP_PARAM_NAMES``). The agent tools' were
+# their REST fields' snake_case names before; each former name is still accepted, as an
+# alias of its parameter, until this version of the fake: not in any input schema (a model
+# or a client reading the schema learns one name), and an alias given with its parameter is
+# an input validation error naming the one to use.
+MCP_ALIASES_UNTIL: Final = "0.2"
+SESSION_ID: Final = wire.MCP_PARAM_NAMES["session_id"]
+PARENT_SESSION_ID: Final = wire.MCP_PARAM_NAMES["parent_session_id"]
+PARENT_KEY: Final = wire.MCP_PARAM_NAMES["parent_key"]
+TASK_ID: Final = wire.MCP_PARAM_NAMES["task_id"]
+TOKEN_BUDGET: Final = wire.MCP_PARAM_NAMES["token_budget"]
 
 # [public] tools the real server has that this project does not model: a fake advertises
 # none of them, and the docs (docs/how-to/mcp.md) list them as not faked.
@@ -254,7 +277,7 @@ CTX_SEARCH: Final = Exposure(
 AGENT_SESSION_START: Final = Exposure(
     "agent_session_start",
     "Open an agent session (one run); the workspace must exist.",
-    schema({"workspace": WORKSPACE, "parent_session_id": ID, "metadata": META}),
+    schema({"workspace": WORKSPACE, PARENT_SESSION_ID: ID, "metadata": META}),
     "seed",
 )
 
@@ -263,11 +286,11 @@ AGENT_SESSION_END: Final = Exposure(
     "Close an agent session with its outcome.",
     schema(
         {
-            "session_id": ID,
+            SESSION_ID: ID,
             "status": {"type": "string", "enum": list(wire.SESSION_END_STATUSES)},
             "summary": STR,
         },
-        ["session_id", "status"],
+        [SESSION_ID, "status"],
     ),
     "seed",
 )
@@ -277,12 +300,12 @@ AGENT_CHECKPOINT: Final = Exposure(
     "Save a session's state; seq must be one more than the last checkpoint's.",
     schema(
         {
-            "session_id": ID,
+            SESSION_ID: ID,
             "seq": {"type": "integer", "minimum": 1},
             "state": META,
             "summary": STR,
         },
-        ["session_id", "seq", "state"],
+        [SESSION_ID, "seq", "state"],
     ),
     "seed",
 )
@@ -290,7 +313,7 @@ AGENT_CHECKPOINT: Final = Exposure(
 AGENT_RESUME: Final = Exposure(
     "agent_resume",
     "The latest checkpoint of a session and its open tasks, to resume after a crash.",
-    schema({"session_id": ID}, ["session_id"]),
+    schema({SESSION_ID: ID}, [SESSION_ID]),
     "seed",
 )
 
@@ -299,14 +322,14 @@ AGENT_TASK_UPSERT: Final = Exposure(
     "Create a task of a session, or update the one with the same key.",
     schema(
         {
-            "session_id": ID,
+            SESSION_ID: ID,
             "key": STR,
             "title": STR,
             "status": {"type": "string", "enum": list(wire.TASK_STATUSES)},
-            "parent_key": STR,
+            PARENT_KEY: STR,
             "evidence": STR,
         },
-        ["session_id", "key", "title"],
+        [SESSION_ID, "key", "title"],
     ),
     "seed",
 )
@@ -314,7 +337,7 @@ AGENT_TASK_UPSERT: Final = Exposure(
 AGENT_TASK_TICK: Final = Exposure(
     "agent_task_tick",
     "Mark a task verified; evidence is required.",
-    schema({"task_id": ID, "evidence": STR}, ["task_id", "evidence"]),
+    schema({TASK_ID: ID, "evidence": STR}, [TASK_ID, "evidence"]),
     "seed",
 )
 
@@ -325,7 +348,7 @@ AGENT_LESSON_ADD: Final = Exposure(
         {
             "text": STR,
             "workspace": WORKSPACE,
-            "session_id": ID,
+            SESSION_ID: ID,
             "tags": TAGS,
         },
         ["text"],
@@ -336,7 +359,7 @@ AGENT_LESSON_ADD: Final = Exposure(
 AGENT_HANDOFF: Final = Exposure(
     "agent_handoff",
     "Write the handoff of a session for the next run (needs the server's LLM).",
-    schema({"session_id": ID, "workspace": WORKSPACE}),
+    schema({SESSION_ID: ID, "workspace": WORKSPACE}),
     "seed",
 )
 
@@ -347,7 +370,7 @@ AGENT_BOOT: Final = Exposure(
         {
             "goal": STR,
             "workspace": WORKSPACE,
-            "token_budget": {
+            TOKEN_BUDGET: {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": wire.MAX_TOKEN_BUDGET,

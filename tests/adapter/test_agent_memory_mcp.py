@@ -211,6 +211,33 @@ def test_no_tool_result_shape_raises_from_any_method(
         memory.close()
 
 
+class RecordingSession(SyncMcpClient):
+    """ContextQ's MCP tools, each call's name and arguments kept."""
+
+    calls: list[tuple[str, dict[str, Any]]]
+
+    def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
+        self.calls.append((name, dict(arguments or {})))
+        return super().call_tool(name, arguments)
+
+
+def test_every_argument_sent_is_a_parameter_the_tool_lists(fake: FakeContextQ, key: str) -> None:
+    """By its camelCase name, not a former one the fake still accepts as an alias, or a
+    TypeScript server's Zod would drop it (and a required one would be missing)."""
+    session = RecordingSession(fake.mcp_server(key))
+    session.calls = []
+    memory = McpAgentMemory(session, WORKSPACE, strict=True)
+    for call in EVERY_METHOD.values():
+        call(memory)
+    listed = {t.name: t.input_schema for t in session.list_tools()}
+    memory.close()
+    sent = {name for name, _ in session.calls}
+    assert {"agent_session_start", "agent_checkpoint", "agent_resume", "agent_boot"} <= sent
+    for name, arguments in session.calls:
+        assert set(arguments) <= set(listed[name]["properties"]), (name, arguments)
+    assert not any(set(a) & set(wire.MCP_PARAM_NAMES) for _, a in session.calls)
+
+
 def test_an_odd_answer_names_the_tool_and_what_was_wrong(fake: FakeContextQ, key: str) -> None:
     session = ReshapingSession(fake.mcp_server(key))
     for shape, said in [

@@ -152,7 +152,7 @@ def test_a_handoff_after_the_silent_session_fallback_is_no_workspace(
     with SyncMcpClient(llm_fake.mcp_server(llm_fake.mint_key(tenant, wire.SCOPES))) as mcp:
         session = mcp.call("agent_session_start", {"workspace": "does-not-exist"})
         assert session["workspace"] is None
-        error = refused(mcp, "agent_handoff", {"session_id": session["id"]})
+        error = refused(mcp, "agent_handoff", {"sessionId": session["id"]})
     assert error.code == _msgs.NO_WORKSPACE
     assert error.text.startswith(f"ContextQ 400 {_msgs.NO_WORKSPACE}:")
 
@@ -162,7 +162,7 @@ def test_a_handoff_without_a_server_llm_is_503(
 ) -> None:
     fake.create_workspace(tenant, "w")
     session = mcp.call("agent_session_start", {"workspace": "w"})
-    assert refused(mcp, "agent_handoff", {"session_id": session["id"]}).code == (
+    assert refused(mcp, "agent_handoff", {"sessionId": session["id"]}).code == (
         _msgs.LLM_UNAVAILABLE
     )
 
@@ -172,19 +172,19 @@ def test_the_agent_tools_run_a_whole_session(
 ) -> None:
     fake.create_workspace(tenant, "w")
     session = mcp.call("agent_session_start", {"workspace": "w"})["id"]
-    mcp.call("agent_checkpoint", {"session_id": session, "seq": 1, "state": {"step": 1}})
-    stale = refused(mcp, "agent_checkpoint", {"session_id": session, "seq": 1, "state": {}})
+    mcp.call("agent_checkpoint", {"sessionId": session, "seq": 1, "state": {"step": 1}})
+    stale = refused(mcp, "agent_checkpoint", {"sessionId": session, "seq": 1, "state": {}})
     assert stale.code == _msgs.SEQ_CONFLICT
-    task = mcp.call("agent_task_upsert", {"session_id": session, "key": "t1", "title": "Do"})
-    assert refused(mcp, "agent_task_tick", {"task_id": task["id"], "evidence": " "}).code == (
+    task = mcp.call("agent_task_upsert", {"sessionId": session, "key": "t1", "title": "Do"})
+    assert refused(mcp, "agent_task_tick", {"taskId": task["id"], "evidence": " "}).code == (
         _msgs.EVIDENCE_REQUIRED
     )
-    ticked = mcp.call("agent_task_tick", {"task_id": task["id"], "evidence": "tests pass"})
+    ticked = mcp.call("agent_task_tick", {"taskId": task["id"], "evidence": "tests pass"})
     assert ticked["status"] == wire.TASK_VERIFIED
     mcp.call("agent_lesson_add", {"text": "Run the tests first.", "workspace": "w"})
-    resumed = mcp.call("agent_resume", {"session_id": session})
+    resumed = mcp.call("agent_resume", {"sessionId": session})
     assert resumed["checkpoint"]["seq"] == 1
-    ended = mcp.call("agent_session_end", {"session_id": session, "status": "completed"})
+    ended = mcp.call("agent_session_end", {"sessionId": session, "status": "completed"})
     assert ended["status"] == "completed"
     boot = mcp.call("agent_boot", {"goal": "tests", "workspace": "w"})
     assert [lesson["text"] for lesson in boot["lessons"]] == ["Run the tests first."]
@@ -269,7 +269,7 @@ def test_another_tenants_context_is_not_found_through_mcp(
         ),
         (
             "agent_checkpoint",
-            {"session_id": 1, "seq": 1},
+            {"sessionId": 1, "seq": 1},
             {
                 "expected": "object",
                 "code": "invalid_type",
@@ -344,6 +344,19 @@ def test_an_unknown_tool_is_an_error_result_as_mcpserver_answers_it(mcp: SyncMcp
     result = mcp.call_tool("ctx_no_such_tool", {})
     assert result.is_error
     assert result_text(result) == "MCP error -32602: Tool ctx_no_such_tool not found"
+
+
+def test_names_the_schema_does_not_list_are_dropped_as_zod_drops_them(
+    fake: FakeContextQ, mcp: SyncMcpClient
+) -> None:
+    """``z.object`` strips keys its shape does not declare, at every depth; a free object
+    (``metadata``) is kept whole."""
+    mcp.call("ctx_search", {"query": "x", "offset": 3, "stray": True})
+    kept = {"type": "reference", "title": "t", "content": "c", "externalId": "e"}
+    item = {**kept, "id": 7, "metadata": {"k": 1}}
+    mcp.call("ctx_bulk_update", {"contexts": [item], "dryRun": True})
+    sent = [json.loads(e.request_body) for e in fake.journal if e.method == "POST"]
+    assert sent == [{"query": "x"}, {"contexts": [{**kept, "metadata": {"k": 1}}]}]
 
 
 _text = st.text(max_size=30)

@@ -26,7 +26,7 @@ def _calls(mcp: SyncMcpClient, fake: FakeContextQ, tenant: Tenant) -> dict[str, 
     fake.create_workspace(tenant, "w")
     saved = mcp.call("ctx_save", {"content": "a fact", "externalId": "e1", "workspace": "w"})
     session = mcp.call("agent_session_start", {"workspace": "w"})["id"]
-    task = mcp.call("agent_task_upsert", {"session_id": session, "key": "k", "title": "t"})
+    task = mcp.call("agent_task_upsert", {"sessionId": session, "key": "k", "title": "t"})
     other = mcp.call("ctx_save", {"content": "to delete"})["id"]
     kept = mcp.call("ctx_saved_searches_create", {"name": "kept", "query": "fact"})["id"]
     gone = mcp.call("ctx_saved_searches_create", {"name": "gone", "query": "x"})["id"]
@@ -44,14 +44,14 @@ def _calls(mcp: SyncMcpClient, fake: FakeContextQ, tenant: Tenant) -> dict[str, 
         "ctx_delete": {"id": other},
         "ctx_search": {"query": "fact"},
         "agent_session_start": {},
-        "agent_checkpoint": {"session_id": session, "seq": 1, "state": {"at": 1}},
-        "agent_resume": {"session_id": session},
-        "agent_task_upsert": {"session_id": session, "key": "k2", "title": "t2"},
-        "agent_task_tick": {"task_id": task["id"], "evidence": "done"},
+        "agent_checkpoint": {"sessionId": session, "seq": 1, "state": {"at": 1}},
+        "agent_resume": {"sessionId": session},
+        "agent_task_upsert": {"sessionId": session, "key": "k2", "title": "t2"},
+        "agent_task_tick": {"taskId": task["id"], "evidence": "done"},
         "agent_lesson_add": {"text": "a lesson", "workspace": "w"},
-        "agent_handoff": {"session_id": session},
+        "agent_handoff": {"sessionId": session},
         "agent_boot": {"goal": "resume", "workspace": "w"},
-        "agent_session_end": {"session_id": session, "status": "completed"},
+        "agent_session_end": {"sessionId": session, "status": "completed"},
         "ctx_import": {"contexts": [{"content": "imported"}, {"content": "too", "tags": ["t"]}]},
         "ctx_chunks": {"id": saved["id"]},
         "ctx_mocs": {"limit": 5},

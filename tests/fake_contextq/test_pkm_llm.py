@@ -84,6 +84,8 @@ def test_without_an_llm_each_is_503_after_the_handoffs_checks(
 ) -> None:
     fake.create_workspace(tenant, "ws")
     mine = note(client, "Mine", ["a"])
+    loose = note(client, "Loose", ["a"], workspace="no-such-ws")  # stored with no workspace
+    assert loose["workspace"] is None
     # the request itself, then what it names, are checked before the LLM
     error(dream(client, limit=0), 400, "validation_error")
     error(dream(client), 400, "no_workspace")
@@ -92,6 +94,10 @@ def test_without_an_llm_each_is_503_after_the_handoffs_checks(
     error(regenerate(client, workspace="no-such-ws"), 400, "no_workspace")
     error(evolve(client, "abc"), 400, "validation_error")
     error(evolve(client, mine["id"] + 1000), 404, "not_found")
+    # an evolution reads its context's workspace, as a handoff its session's
+    body = error(evolve(client, loose["id"], instruction="shorter"), 400, "no_workspace")
+    assert body["message"] == _msgs.NO_WORKSPACE_TO_EVOLVE.format(id=loose["id"])
+    error(client.post("/api/agent/handoff", json={}), 400, "no_workspace")
     # then the 503, the handoff's own answer
     for response, what in (
         (dream(client, workspace="ws"), "synthesis"),
@@ -101,8 +107,8 @@ def test_without_an_llm_each_is_503_after_the_handoffs_checks(
     ):
         body = error(response, 503, "llm_unavailable")
         assert body["message"] == _msgs.LLM_UNAVAILABLE_FOR.format(what=what)
-    assert actions(fake) == [A.CONTEXT_CREATE]
-    assert [c.id for c in fake.contexts(tenant)] == [mine["id"]]
+    assert actions(fake) == [A.CONTEXT_CREATE, A.CONTEXT_CREATE]
+    assert [c.id for c in fake.contexts(tenant)] == [mine["id"], loose["id"]]
 
 
 # ----- dream -----------------------------------------------------------------------------------
@@ -211,6 +217,19 @@ def test_evolve_revises_a_context_from_newer_related_ones(
     assert told["content"].endswith("## Revised as instructed\nMention the freeze.\n")
     assert told["metadata"][wire.EVOLVED_KEY]["instruction"] == "Mention the freeze."
     assert actions(fake)[-2:] == [A.CONTEXT_EVOLVE, A.CONTEXT_EVOLVE]
+
+
+def test_evolve_of_a_context_with_no_workspace_is_a_400_even_with_an_llm(
+    llm_env: tuple[FakeContextQ, Tenant, httpx2.Client], clock: Clock
+) -> None:
+    fake, _tenant, c = llm_env
+    loose = note(c, "Loose", ["deploy"], workspace=None)
+    clock.advance()
+    note(c, "Also loose", ["deploy"], workspace=None)
+    before = actions(fake)
+    error(evolve(c, loose["id"], instruction="x"), 400, "no_workspace")
+    assert ok(c.get(f"/api/contexts/{loose['id']}")) == loose
+    assert actions(fake) == before
 
 
 def test_evolve_reads_at_most_limit_sources_newest_first(
@@ -510,3 +529,8 @@ def test_without_an_llm_the_tools_are_503_tool_errors(
                 mcp.call(tool, args)
             assert caught.value.code == "llm_unavailable"
             assert caught.value.text.startswith("ContextQ 503 llm_unavailable:")
+        # a context of no workspace: the handoff's 400 comes before the 503
+        loose = note(client, "Loose", ["t"], workspace=None)
+        with pytest.raises(McpToolError) as caught:
+            mcp.call("ctx_evolve", {"id": loose["id"]})
+        assert caught.value.code == "no_workspace"

@@ -16,7 +16,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 from fastmcp.exceptions import ToolError
 from mcp import types
 
-from fake_contextq import FakeContextQ, ServedFake, _msgs
+from fake_contextq import FakeContextQ, ServedFake, Tenant, _msgs
 
 
 @pytest.fixture
@@ -91,3 +91,32 @@ def test_fastmcp_saves_and_reads_back(served: ServedFake, key: str) -> None:
     assert got is not None
     assert got["id"] == saved["id"]
     assert got["content"] == "Deploys go out on Tuesdays."
+
+
+def test_fastmcp_calls_a_renamed_parameter_by_either_name_but_not_both(
+    fake: FakeContextQ, served: ServedFake, tenant: Tenant, key: str
+) -> None:
+    """The agent tools' camelCase parameters; their former snake_case names are aliases
+    until fake-contextq 0.2, and both at once is an error result saying which to use."""
+    fake.create_workspace(tenant, "w")
+
+    async def main() -> tuple[list[int], str]:
+        async with _client(served, key) as client:
+            started = await client.call_tool("agent_session_start", {"workspace": "w"})
+            assert started.structured_content is not None
+            session = started.structured_content["id"]
+            resumed = []
+            for name in ("sessionId", "session_id"):
+                answer = await client.call_tool("agent_resume", {name: session})
+                assert answer.structured_content is not None
+                resumed.append(answer.structured_content["session"]["id"])
+            both = {"sessionId": session, "session_id": session}
+            with pytest.raises(ToolError) as raised:
+                await client.call_tool("agent_resume", both)
+            return [session, *resumed], str(raised.value)
+
+    ids, raised = asyncio.run(main())
+
+    assert ids[1:] == [ids[0], ids[0]]
+    assert raised.startswith(_bad_arguments_head("agent_resume")), raised
+    assert "Give sessionId only: session_id is its former name" in raised
