@@ -22,6 +22,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.pool import NullPool, StaticPool
 
 from fake_contextq import _msgs
@@ -30,7 +31,7 @@ from fake_contextq.stores import schema as s
 from fake_contextq.stores.sql import _statements as q
 from fake_contextq.stores.sql._lite import LiteStatement, Uncompilable
 from fake_contextq.stores.sql._pool import Lent
-from fake_contextq.stores.sql.base import SqlStore
+from fake_contextq.stores.sql.base import Local, NoTransaction, SqlStore
 
 #: An execution option marking a connection of ``read()``: no ``BEGIN IMMEDIATE``.
 _READ_ONLY = "contextq_read_only"
@@ -38,8 +39,20 @@ _READ_ONLY = "contextq_read_only"
 _LAST_HASH = "SELECT hash FROM activity_logs ORDER BY id DESC LIMIT 1"
 
 
+class LiteLocal(Local):
+    """The current thread's transaction, with its connection's driver (pysqlite's own),
+    which the statements run on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.driver: DBAPIConnection | None = None
+
+
 class SqliteStore(SqlStore, backend="sqlite"):
     """``SqlStore`` on a SQLite file, or on an in-memory SQLite database."""
+
+    _local_type = LiteLocal
+    _local: LiteLocal
 
     def _create_engine(self, *, echo: bool) -> Engine:
         # An in-memory database lives in one connection: share it between threads and
@@ -110,6 +123,7 @@ class SqliteStore(SqlStore, backend="sqlite"):
             try:
                 with conn.begin():  # BEGIN IMMEDIATE (see _sqlite_immediate)
                     local.conn, local.depth, local.writing = conn, 1, True
+                    local.driver = conn.connection.dbapi_connection
                     try:
                         yield conn
                     except BaseException:
@@ -118,6 +132,7 @@ class SqliteStore(SqlStore, backend="sqlite"):
                         raise
                     finally:
                         local.conn, local.depth, local.writing = None, 0, False
+                        local.driver = None
             except sa.exc.OperationalError as exc:
                 if not _sqlite_busy(exc):
                     raise
@@ -136,16 +151,21 @@ class SqliteStore(SqlStore, backend="sqlite"):
 
     @contextmanager
     def _bare_read(self) -> Iterator[object]:
+        """No ``BEGIN``, and no SQLAlchemy transaction either: its begin and commit, which
+        send nothing on a lone read's connection, cost more than the read's statement.
+        A statement SQLAlchemy runs itself begins one (bookkeeping only); it is ended."""
         local = self._local
         lent = self._take(read_only=True)
         conn = lent.conn
         try:
-            with conn.begin():
-                local.conn, local.depth = conn, 1
-                try:
-                    yield conn
-                finally:
-                    local.conn, local.depth = None, 0
+            local.conn, local.depth = conn, 1
+            local.driver = conn.connection.dbapi_connection
+            try:
+                yield conn
+            finally:
+                local.conn, local.depth, local.driver = None, 0, None
+                if conn.in_transaction():
+                    conn.rollback()  # nothing to roll back: pysqlite is in autocommit
         finally:
             self._give(lent)
 
@@ -192,8 +212,9 @@ class SqliteStore(SqlStore, backend="sqlite"):
 
     def _sql(self, sql: str, *params: Any) -> list[Any]:
         """The rows of plain SQL with ``?`` placeholders, on the driver."""
-        driver = self._c.connection.dbapi_connection
-        assert driver is not None
+        driver = self._local.driver
+        if driver is None:
+            raise NoTransaction("SqlStore methods must be called inside store.transaction()")
         try:
             rows: list[Any] = driver.execute(sql, params).fetchall()
         except sqlite3.Error as exc:  # as SQLAlchemy would have raised it
