@@ -18,7 +18,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -28,13 +28,17 @@ from sqlalchemy.pool import NullPool, StaticPool
 from fake_contextq import _msgs
 from fake_contextq.domain.records import Context
 from fake_contextq.stores import schema as s
+from fake_contextq.stores._rows import RowMap
 from fake_contextq.stores.sql import _statements as q
+from fake_contextq.stores.sql._kept import KeptRecords
 from fake_contextq.stores.sql._lite import LiteStatement, Uncompilable
 from fake_contextq.stores.sql._pool import Lent
 from fake_contextq.stores.sql.base import Local, NoTransaction, SqlStore
 
 #: An execution option marking a connection of ``read()``: no ``BEGIN IMMEDIATE``.
 _READ_ONLY = "contextq_read_only"
+
+R = TypeVar("R")
 
 _LAST_HASH = "SELECT hash FROM activity_logs ORDER BY id DESC LIMIT 1"
 
@@ -62,6 +66,7 @@ class SqliteStore(SqlStore, backend="sqlite"):
         self._statements: dict[
             tuple[int, tuple[str, ...] | None], tuple[Any, LiteStatement | None]
         ] = {}
+        self._kept = KeptRecords()
         # On a file in WAL mode readers never wait for writers, so a served fake runs
         # lone reads on its event loop; in memory they wait for the lock.
         self.reads_wait = in_memory
@@ -204,6 +209,20 @@ class SqliteStore(SqlStore, backend="sqlite"):
             return list(self._c.execute(stmt, params).all())
         return compiled.rows(self._sql(compiled.sql, *compiled.args(params)))
 
+    def _record(self, rows: RowMap[R], table: sa.Table, **where: Any) -> R | None:
+        """The record of an unchanged row is the one made of it last time (``_kept``)."""
+        compiled = self._lite(q.select_rows(table.name, tuple(where), ("id",), 1), None)
+        if compiled is None:
+            return super()._record(rows, table, **where)
+        found = self._sql(compiled.sql, *compiled.args(where))
+        if not found:
+            return None
+        raw = found[0]
+        kept = self._kept.get(rows, compiled, raw)
+        if kept is not None:
+            return kept
+        return self._kept.keep(rows, compiled, raw, rows.record(compiled.rows([raw])[0]))
+
     def _int(self, sql: str, *params: Any) -> int:
         """One integer from plain SQL with ``?`` placeholders and integer parameters: the
         hottest statements skip SQLAlchemy's compilation and type processing."""
@@ -227,6 +246,7 @@ class SqliteStore(SqlStore, backend="sqlite"):
 
     def reset(self) -> None:
         self._cache.clear()
+        self._kept.clear()  # nothing in it is stale, but what it holds is gone
         with self.transaction():
             conn = self._c
             for table in s.DATA_TABLES:
