@@ -152,27 +152,7 @@ class SqliteStore(SqlStore, backend="sqlite"):
     def _lone_read(self) -> AbstractContextManager[object]:
         if self._memory_lock is not None:  # the one connection: under its lock
             return self._outermost()
-        return self._bare_read()
-
-    @contextmanager
-    def _bare_read(self) -> Iterator[object]:
-        """No ``BEGIN``, and no SQLAlchemy transaction either: its begin and commit, which
-        send nothing on a lone read's connection, cost more than the read's statement.
-        A statement SQLAlchemy runs itself begins one (bookkeeping only); it is ended."""
-        local = self._local
-        lent = self._take(read_only=True)
-        conn = lent.conn
-        try:
-            local.conn, local.depth = conn, 1
-            local.driver = conn.connection.dbapi_connection
-            try:
-                yield conn
-            finally:
-                local.conn, local.depth, local.driver = None, 0, None
-                if conn.in_transaction():
-                    conn.rollback()  # nothing to roll back: pysqlite is in autocommit
-        finally:
-            self._give(lent)
+        return _BareRead(self)
 
     # ----- statements: compiled once, run on the driver's cursor -----
 
@@ -299,6 +279,41 @@ class SqliteStore(SqlStore, backend="sqlite"):
         return self._int(
             "SELECT coalesce(max(seq), 0) FROM agent_checkpoints WHERE session_id = ?", session_id
         )
+
+
+class _BareRead:
+    """A lone read on a SQLite file: a lent connection set as the thread's, without
+    ``BEGIN`` and without a SQLAlchemy transaction either: its begin and commit, which send
+    nothing on that connection, cost more than the read's statement (and a generator, for a
+    context manager, more than this class). A statement SQLAlchemy runs itself begins one
+    (bookkeeping only); it is ended."""
+
+    __slots__ = ("lent", "store")
+
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+
+    def __enter__(self) -> Connection:
+        store = self.store
+        lent = self.lent = store._take(read_only=True)
+        try:
+            driver = lent.conn.connection.dbapi_connection
+        except BaseException:
+            store._give(lent)
+            raise
+        local = store._local
+        local.conn, local.depth, local.driver = lent.conn, 1, driver
+        return lent.conn
+
+    def __exit__(self, *_exc: object) -> None:
+        store, lent = self.store, self.lent
+        local = store._local
+        local.conn, local.depth, local.driver = None, 0, None
+        try:
+            if lent.conn.in_transaction():
+                lent.conn.rollback()  # nothing to roll back: pysqlite is in autocommit
+        finally:
+            store._give(lent)
 
 
 def _sqlite_immediate(engine: Engine, *, in_memory: bool, durable: bool) -> None:
