@@ -1,4 +1,4 @@
-"""Records read lately, kept by the driver row they were made of (SQLite's lone reads).
+"""Records read lately, kept by the driver row they were made of (SQLite's reads by key).
 
 A served GET by external id reads two rows (the caller's key and the context) and made a
 new record of each every time: each column through its result processor, the record
