@@ -67,13 +67,16 @@ def parse_path_text(raw: str, name: str, max_len: int) -> str:
     """[assumed] a text path parameter (an external id, a slug): 1..``max_len`` characters
     without NUL, else a 400 naming it; a lone surrogate is U+FFFD (``wire.well_formed``)."""
     raw = well_formed(raw)
-    issues = _validate.Issues(_msgs.INVALID_PATH)
     if not raw:
-        issues.add((name,), _msgs.TOO_SHORT.format(min=1))
+        problem = _msgs.TOO_SHORT.format(min=1)
     elif len(raw) > max_len:
-        issues.add((name,), _msgs.TOO_LONG.format(max=max_len))
+        problem = _msgs.TOO_LONG.format(max=max_len)
     elif has_forbidden_char(raw):
-        issues.add((name,), _msgs.HAS_NUL)
+        problem = _msgs.HAS_NUL
+    else:
+        return raw
+    issues = _validate.Issues(_msgs.INVALID_PATH)
+    issues.add((name,), problem)
     issues.check()
     return raw
 

@@ -11,7 +11,6 @@ endpoint's ``/mcp``) through the same service.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 from fake_contextq.domain.backend import ContextQBackend
@@ -25,12 +24,11 @@ from fake_contextq.http._io import (
     Receive,
     Scope,
     Send,
-    receive_limited,
     store_executor,
 )
 from fake_contextq.http.root import is_root_page
 from fake_contextq.service import ContextQService, Exchange, Request
-from fake_contextq.service.exchange import Answer
+from fake_contextq.service.exchange import Answer, BodyReader, ReceivedBody
 from fake_contextq.service.faults import ConnectionDropped, Faults
 from fake_contextq.service.journal import Journal
 
@@ -107,8 +105,12 @@ class ServedApi:
         in-memory store, and a lone read on a store whose reads never wait."""
         executor = self.bound.executor
         service = self.service
-        if executor is None or (self.bound.reads_in_place and service.lone_read(exchange.request)):
+        if executor is None:
             return exchange.finish(service.answer)
+        if self.bound.reads_in_place:
+            lone = service.lone_read(exchange.request)
+            if lone is not None:
+                return exchange.finish(lone)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(executor, exchange.finish, service.answer)
 
@@ -227,18 +229,27 @@ async def _request(scope: Scope, receive: Receive) -> Request:
         raw.decode("latin-1").split("?", 1)[0] if isinstance(raw, bytes | bytearray) else None,
         query.decode("latin-1") if isinstance(query, bytes) else str(query),
         headers,
-        await receive_limited(headers, _chunks(receive)),
+        await _body(headers, receive),
     )
 
 
-async def _chunks(receive: Receive) -> AsyncIterator[bytes]:
+async def _body(headers: dict[str, str], receive: Receive) -> ReceivedBody:
+    """The body as it streams in, read within the limit (``BodyReader``); a loop, not
+    ``receive_limited`` over an async generator, whose set-up cost a GET more than its
+    one empty chunk does."""
+    reader = BodyReader(headers)
+    if reader.refused is not None:
+        return reader.refused
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            return
-        yield message.get("body", b"")
+            break
+        refused = reader.feed(message.get("body", b""))
+        if refused is not None:
+            return refused
         if not message.get("more_body"):
-            return
+            break
+    return reader.done()
 
 
 async def _drop_connection(send: Send) -> None:

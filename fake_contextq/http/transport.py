@@ -122,19 +122,19 @@ class AsyncInProcessTransport(httpx2.AsyncBaseTransport):
             return _response(request, await call_app(service, request, body))
         exchange = service.begin(service_request(request, body))
         executor = self._executor
-        in_place = executor is None or (
-            self._reads_in_place and service.lone_read(exchange.request)
-        )
+        in_place: Callable[[Request], Answer] | None = service.answer if executor is None else None
+        if in_place is None and self._reads_in_place:
+            in_place = service.lone_read(exchange.request)
         try:
-            if in_place and not exchange.delay:  # nothing to wait for: no timeout to keep
-                return _response(request, exchange.finish(service.answer))
+            if in_place is not None and not exchange.delay:  # nothing to wait for: no timeout
+                return _response(request, exchange.finish(in_place))
             timeout = _read_timeout(request)
 
             async def answered() -> Answer:
                 if exchange.delay:
                     await service.faults.sleep(exchange.delay)
-                if in_place:
-                    return exchange.finish(service.answer)
+                if in_place is not None:
+                    return exchange.finish(in_place)
                 loop = asyncio.get_running_loop()
                 return await loop.run_in_executor(executor, exchange.finish, service.answer)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_to_bytes
 
 from adapter import wire
 from fake_contextq import _msgs
@@ -109,6 +109,8 @@ def url_text(raw: str, field: str) -> str:
     """One raw path segment percent-decoded as UTF-8, or a 400 naming ``field`` when it is
     not UTF-8 (``wire.URL_TEXT_ENCODING``): never U+FFFD in place of what was sent."""
     try:
+        if raw.isascii():  # what ``unquote`` does with it, less its split into ASCII runs
+            return unquote_to_bytes(raw).decode(wire.URL_TEXT_ENCODING) if "%" in raw else raw
         return unquote(raw, encoding=wire.URL_TEXT_ENCODING, errors="strict")
     except UnicodeDecodeError:
         raise ValidationFailed(

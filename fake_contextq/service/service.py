@@ -86,8 +86,18 @@ class ContextQService:
 
     def answer(self, request: Request) -> Answer:
         """The answer to ``request``; every error as ContextQ's error body, never raised."""
+        return self._answer(request, self.router.match(request.method, request.path))
+
+    def lone_read(self, request: Request) -> Callable[[Request], Answer] | None:
+        """``answer`` for a request whose operation takes no store lock (a transport may
+        then run it in place on a store whose reads never wait), routed once; else None."""
+        found = self.router.match(request.method, request.path)
+        if found is None or not found.op.lone_read:
+            return None
+        return lambda routed: self._answer(routed, found)
+
+    def _answer(self, request: Request, found: _routing.Match | None) -> Answer:
         try:
-            found = self.router.match(request.method, request.path)
             if found is None:
                 if request.path == OPENAPI_PATH and request.method in ("GET", "HEAD"):
                     return self._document()
@@ -107,12 +117,6 @@ class ContextQService:
                     _msgs.INTERNAL_ERROR_MSG.format(detail=type(exc).__name__),
                 ),
             )
-
-    def lone_read(self, request: Request) -> bool:
-        """Whether the request is an operation that takes no store lock (transports may
-        then run it in place on a store whose reads never wait)."""
-        found = self.router.match(request.method, request.path)
-        return found is not None and found.op.lone_read
 
     def _run(self, request: Request, found: _routing.Match) -> Answer:
         op, backend = found.op, self.backend

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -37,11 +37,14 @@ from fake_contextq.domain.records import (
     Workspace,
 )
 from fake_contextq.stores import schema as s
+from fake_contextq.stores._rows import RowMap
 from fake_contextq.stores.memory import list_page
 from fake_contextq.stores.sql import _statements as q
 from fake_contextq.stores.sql._cache import TenantCache
 from fake_contextq.stores.sql._pool import Connections, Lent
 from fake_contextq.stores.sql._urls import database_url, redacted_url
+
+R = TypeVar("R")
 
 #: How many connections a store opens at most, by default (its request threads and a
 #: few callers of its own).
@@ -325,6 +328,11 @@ class SqlStore:
         found = self._all(q.select_rows(table.name, tuple(where), order, 1), where)
         return found[0] if found else None
 
+    def _record(self, rows: RowMap[R], table: sa.Table, **where: Any) -> R | None:
+        """The record of the row of ``table`` matching ``where`` (the first by id), or None."""
+        row = self._first(table, **where)
+        return None if row is None else rows.record(row)
+
     def _rows(self, table: sa.Table, order: tuple[str, ...] = ("id",), **where: Any) -> Any:
         return self._all(q.select_rows(table.name, tuple(where), order, None), where)
 
@@ -353,8 +361,7 @@ class SqlStore:
         self._put(s.tenants, q.TENANT.values(tenant))
 
     def tenant(self, tenant_id: int) -> Tenant | None:
-        row = self._first(s.tenants, id=tenant_id)
-        return None if row is None else q.TENANT.record(row)
+        return self._record(q.TENANT, s.tenants, id=tenant_id)
 
     def tenant_plan(self, tenant_id: int) -> str | None:
         found = self._scalar(q.PLAN, {"id": tenant_id})
@@ -370,8 +377,7 @@ class SqlStore:
         return [q.KEY.record(row) for row in self._rows(s.api_keys, prefix=prefix)]
 
     def key_by_id(self, key_id: int) -> ApiKey | None:
-        row = self._first(s.api_keys, id=key_id)
-        return None if row is None else q.KEY.record(row)
+        return self._record(q.KEY, s.api_keys, id=key_id)
 
     def keys(self, tenant_id: int) -> list[ApiKey]:
         return [q.KEY.record(row) for row in self._rows(s.api_keys, tenant_id=tenant_id)]
@@ -382,8 +388,7 @@ class SqlStore:
         self._put(s.workspaces, q.WORKSPACE.values(workspace))
 
     def workspace(self, tenant_id: int, slug: str) -> Workspace | None:
-        row = self._first(s.workspaces, tenant_id=tenant_id, slug=slug)
-        return None if row is None else q.WORKSPACE.record(row)
+        return self._record(q.WORKSPACE, s.workspaces, tenant_id=tenant_id, slug=slug)
 
     def workspaces(self, tenant_id: int) -> list[Workspace]:
         return [q.WORKSPACE.record(row) for row in self._rows(s.workspaces, tenant_id=tenant_id)]
@@ -394,12 +399,10 @@ class SqlStore:
     # ----- contexts -----
 
     def context(self, tenant_id: int, context_id: int) -> Context | None:
-        row = self._first(s.contexts, tenant_id=tenant_id, id=context_id)
-        return None if row is None else q.CONTEXT.record(row)
+        return self._record(q.CONTEXT, s.contexts, tenant_id=tenant_id, id=context_id)
 
     def context_by_external(self, tenant_id: int, external_id: str) -> Context | None:
-        row = self._first(s.contexts, tenant_id=tenant_id, external_id=external_id)
-        return None if row is None else q.CONTEXT.record(row)
+        return self._record(q.CONTEXT, s.contexts, tenant_id=tenant_id, external_id=external_id)
 
     def context_id_by_external(self, tenant_id: int, external_id: str) -> int | None:
         params = {"tenant_id": tenant_id, "external_id": external_id}
@@ -472,8 +475,7 @@ class SqlStore:
         self._put(s.agent_sessions, q.SESSION.values(session))
 
     def session(self, tenant_id: int, session_id: int) -> AgentSession | None:
-        row = self._first(s.agent_sessions, tenant_id=tenant_id, id=session_id)
-        return None if row is None else q.SESSION.record(row)
+        return self._record(q.SESSION, s.agent_sessions, tenant_id=tenant_id, id=session_id)
 
     def latest_session(self, tenant_id: int, workspace_id: int | None) -> AgentSession | None:
         if workspace_id is None:
@@ -503,12 +505,10 @@ class SqlStore:
         self._put(s.agent_tasks, q.TASK.values(task))
 
     def task(self, tenant_id: int, task_id: int) -> AgentTask | None:
-        row = self._first(s.agent_tasks, tenant_id=tenant_id, id=task_id)
-        return None if row is None else q.TASK.record(row)
+        return self._record(q.TASK, s.agent_tasks, tenant_id=tenant_id, id=task_id)
 
     def task_by_key(self, session_id: int, key: str) -> AgentTask | None:
-        row = self._first(s.agent_tasks, session_id=session_id, key=key)
-        return None if row is None else q.TASK.record(row)
+        return self._record(q.TASK, s.agent_tasks, session_id=session_id, key=key)
 
     def tasks(self, session_id: int) -> list[AgentTask]:
         return [q.TASK.record(row) for row in self._rows(s.agent_tasks, session_id=session_id)]
@@ -541,12 +541,10 @@ class SqlStore:
         self._put(s.saved_searches, q.SAVED_SEARCH.values(saved))
 
     def saved_search(self, tenant_id: int, search_id: int) -> SavedSearch | None:
-        row = self._first(s.saved_searches, tenant_id=tenant_id, id=search_id)
-        return None if row is None else q.SAVED_SEARCH.record(row)
+        return self._record(q.SAVED_SEARCH, s.saved_searches, tenant_id=tenant_id, id=search_id)
 
     def saved_search_by_name(self, tenant_id: int, name: str) -> SavedSearch | None:
-        row = self._first(s.saved_searches, tenant_id=tenant_id, name=name)
-        return None if row is None else q.SAVED_SEARCH.record(row)
+        return self._record(q.SAVED_SEARCH, s.saved_searches, tenant_id=tenant_id, name=name)
 
     def saved_searches(
         self, tenant_id: int, limit: int, offset: int
@@ -586,8 +584,7 @@ class SqlStore:
         self._put(s.ingest_jobs, q.INGEST_JOB.values(job))
 
     def ingest_job(self, tenant_id: int, job_id: int) -> IngestJob | None:
-        row = self._first(s.ingest_jobs, tenant_id=tenant_id, id=job_id)
-        return None if row is None else q.INGEST_JOB.record(row)
+        return self._record(q.INGEST_JOB, s.ingest_jobs, tenant_id=tenant_id, id=job_id)
 
     def unfinished_ingest_jobs(self) -> list[IngestJob]:
         ended = {"done": wire.INGEST_DONE, "failed": wire.INGEST_FAILED}

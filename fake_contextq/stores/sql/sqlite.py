@@ -18,28 +18,45 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.pool import NullPool, StaticPool
 
 from fake_contextq import _msgs
 from fake_contextq.domain.records import Context
 from fake_contextq.stores import schema as s
+from fake_contextq.stores._rows import RowMap
 from fake_contextq.stores.sql import _statements as q
+from fake_contextq.stores.sql._kept import KeptRecords
 from fake_contextq.stores.sql._lite import LiteStatement, Uncompilable
 from fake_contextq.stores.sql._pool import Lent
-from fake_contextq.stores.sql.base import SqlStore
+from fake_contextq.stores.sql.base import Local, NoTransaction, SqlStore
 
 #: An execution option marking a connection of ``read()``: no ``BEGIN IMMEDIATE``.
 _READ_ONLY = "contextq_read_only"
 
+R = TypeVar("R")
+
 _LAST_HASH = "SELECT hash FROM activity_logs ORDER BY id DESC LIMIT 1"
+
+
+class LiteLocal(Local):
+    """The current thread's transaction, with its connection's driver (pysqlite's own),
+    which the statements run on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.driver: DBAPIConnection | None = None
 
 
 class SqliteStore(SqlStore, backend="sqlite"):
     """``SqlStore`` on a SQLite file, or on an in-memory SQLite database."""
+
+    _local_type = LiteLocal
+    _local: LiteLocal
 
     def _create_engine(self, *, echo: bool) -> Engine:
         # An in-memory database lives in one connection: share it between threads and
@@ -49,6 +66,7 @@ class SqliteStore(SqlStore, backend="sqlite"):
         self._statements: dict[
             tuple[int, tuple[str, ...] | None], tuple[Any, LiteStatement | None]
         ] = {}
+        self._kept = KeptRecords()
         # On a file in WAL mode readers never wait for writers, so a served fake runs
         # lone reads on its event loop; in memory they wait for the lock.
         self.reads_wait = in_memory
@@ -110,6 +128,7 @@ class SqliteStore(SqlStore, backend="sqlite"):
             try:
                 with conn.begin():  # BEGIN IMMEDIATE (see _sqlite_immediate)
                     local.conn, local.depth, local.writing = conn, 1, True
+                    local.driver = conn.connection.dbapi_connection
                     try:
                         yield conn
                     except BaseException:
@@ -118,6 +137,7 @@ class SqliteStore(SqlStore, backend="sqlite"):
                         raise
                     finally:
                         local.conn, local.depth, local.writing = None, 0, False
+                        local.driver = None
             except sa.exc.OperationalError as exc:
                 if not _sqlite_busy(exc):
                     raise
@@ -132,22 +152,7 @@ class SqliteStore(SqlStore, backend="sqlite"):
     def _lone_read(self) -> AbstractContextManager[object]:
         if self._memory_lock is not None:  # the one connection: under its lock
             return self._outermost()
-        return self._bare_read()
-
-    @contextmanager
-    def _bare_read(self) -> Iterator[object]:
-        local = self._local
-        lent = self._take(read_only=True)
-        conn = lent.conn
-        try:
-            with conn.begin():
-                local.conn, local.depth = conn, 1
-                try:
-                    yield conn
-                finally:
-                    local.conn, local.depth = None, 0
-        finally:
-            self._give(lent)
+        return _BareRead(self)
 
     # ----- statements: compiled once, run on the driver's cursor -----
 
@@ -184,6 +189,20 @@ class SqliteStore(SqlStore, backend="sqlite"):
             return list(self._c.execute(stmt, params).all())
         return compiled.rows(self._sql(compiled.sql, *compiled.args(params)))
 
+    def _record(self, rows: RowMap[R], table: sa.Table, **where: Any) -> R | None:
+        """The record of an unchanged row is the one made of it last time (``_kept``)."""
+        compiled = self._lite(q.select_rows(table.name, tuple(where), ("id",), 1), None)
+        if compiled is None:
+            return super()._record(rows, table, **where)
+        found = self._sql(compiled.sql, *compiled.args(where))
+        if not found:
+            return None
+        raw = found[0]
+        kept = self._kept.get(rows, compiled, raw)
+        if kept is not None:
+            return kept
+        return self._kept.keep(rows, compiled, raw, rows.record(compiled.rows([raw])[0]))
+
     def _int(self, sql: str, *params: Any) -> int:
         """One integer from plain SQL with ``?`` placeholders and integer parameters: the
         hottest statements skip SQLAlchemy's compilation and type processing."""
@@ -192,8 +211,9 @@ class SqliteStore(SqlStore, backend="sqlite"):
 
     def _sql(self, sql: str, *params: Any) -> list[Any]:
         """The rows of plain SQL with ``?`` placeholders, on the driver."""
-        driver = self._c.connection.dbapi_connection
-        assert driver is not None
+        driver = self._local.driver
+        if driver is None:
+            raise NoTransaction("SqlStore methods must be called inside store.transaction()")
         try:
             rows: list[Any] = driver.execute(sql, params).fetchall()
         except sqlite3.Error as exc:  # as SQLAlchemy would have raised it
@@ -206,6 +226,7 @@ class SqliteStore(SqlStore, backend="sqlite"):
 
     def reset(self) -> None:
         self._cache.clear()
+        self._kept.clear()  # nothing in it is stale, but what it holds is gone
         with self.transaction():
             conn = self._c
             for table in s.DATA_TABLES:
@@ -258,6 +279,41 @@ class SqliteStore(SqlStore, backend="sqlite"):
         return self._int(
             "SELECT coalesce(max(seq), 0) FROM agent_checkpoints WHERE session_id = ?", session_id
         )
+
+
+class _BareRead:
+    """A lone read on a SQLite file: a lent connection set as the thread's, without
+    ``BEGIN`` and without a SQLAlchemy transaction either: its begin and commit, which send
+    nothing on that connection, cost more than the read's statement (and a generator, for a
+    context manager, more than this class). A statement SQLAlchemy runs itself begins one
+    (bookkeeping only); it is ended."""
+
+    __slots__ = ("lent", "store")
+
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+
+    def __enter__(self) -> Connection:
+        store = self.store
+        lent = self.lent = store._take(read_only=True)
+        try:
+            driver = lent.conn.connection.dbapi_connection
+        except BaseException:
+            store._give(lent)
+            raise
+        local = store._local
+        local.conn, local.depth, local.driver = lent.conn, 1, driver
+        return lent.conn
+
+    def __exit__(self, *_exc: object) -> None:
+        store, lent = self.store, self.lent
+        local = store._local
+        local.conn, local.depth, local.driver = None, 0, None
+        try:
+            if lent.conn.in_transaction():
+                lent.conn.rollback()  # nothing to roll back: pysqlite is in autocommit
+        finally:
+            store._give(lent)
 
 
 def _sqlite_immediate(engine: Engine, *, in_memory: bool, durable: bool) -> None:

@@ -368,6 +368,28 @@ def test_search_sees_writes_made_through_another_store_on_the_same_database(
     assert titles(client, "beta") == []
 
 
+def test_a_context_read_again_shows_what_another_store_wrote_since(
+    fake: FakeContextQ, key: str, client: httpx2.Client, db_url: str
+) -> None:
+    """A store keeps the record of each row it read, by what the row held: a row another
+    process rewrote (or deleted) since reads as it is now, by id and by external id."""
+    made = ok(
+        client.post("/api/contexts", json={**context_body(title="one"), "externalId": "x"}), 201
+    )
+    for _ in range(2):  # the second read finds the first's record
+        assert ok(client.get("/api/contexts/by-external/x")) == made
+        assert ok(client.get(f"/api/contexts/{made['id']}")) == made
+    other_store = SqlStore(db_url)
+    with FakeContextQ(store=other_store) as other, other.client(key) as elsewhere:
+        changed = ok(elsewhere.put(f"/api/contexts/{made['id']}", json={"title": "two"}))
+        assert ok(client.get("/api/contexts/by-external/x")) == changed
+        assert ok(client.get(f"/api/contexts/{made['id']}"))["title"] == "two"
+        assert elsewhere.delete(f"/api/contexts/{made['id']}").status_code == 204
+    other_store.close()
+    assert client.get("/api/contexts/by-external/x").status_code == 404
+    assert client.get(f"/api/contexts/{made['id']}").status_code == 404
+
+
 # ----- locks: one per schema, bounded waits, and never on the event loop -------------------
 
 
