@@ -66,6 +66,7 @@ class FakeContextQ:
         embeddings: bool = True,
         embed: Embedder | None = None,
         llm: bool | Llm | Summariser | None = None,
+        journal_keep: int | None = None,
     ) -> None:
         """State lives in memory unless ``database_url`` (a SQLAlchemy URL such as
         ``sqlite:///path.db``) or a ready ``store`` says otherwise. ``embeddings=False``
@@ -75,7 +76,8 @@ class FakeContextQ:
         contexts and maps of content: ``True`` a built-in deterministic one
         (``domain.llm.builtin_llm``), a callable gets each request's material
         (``domain.llm.LlmMaterial``) and returns the text, and the default (no provider)
-        answers all four with 503, as a ContextQ without an LLM does."""
+        answers all four with 503, as a ContextQ without an LLM does. ``journal_keep``
+        bounds the journal to its newest entries (the default keeps every one)."""
         if not embeddings:
             embedder = None
         elif embed is not None:
@@ -83,6 +85,7 @@ class FakeContextQ:
         else:
             embedder = hashing_embedder
         hook = server_llm(llm)
+        journal = Journal(journal_keep)  # refused before a store is made
         self._made: SqlStore | None = None  # a store made here is closed with the fake
         if database_url is not None:
             if store is not None:
@@ -93,7 +96,7 @@ class FakeContextQ:
         self.backend = ContextQBackend(
             MemoryStore() if store is None else store, clock, embed=embedder, llm=hook
         )
-        self.journal = Journal()
+        self.journal = journal
         self.faults = Faults()
         self.service = ContextQService(self.backend, self.journal, self.faults)
         self.app: ServedApi = create_app(

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from fake_contextq.stores.sql import SqlStore
 
 DEFAULT_HOST = "127.0.0.1"
+#: How many requests a served fake's journal keeps (a test's in-process fake keeps all).
+DEFAULT_JOURNAL_KEEP = 10_000
 DEFAULT_PORT = 38200  # the dev stack's port, so CONTEXT_API_URL's default reaches the fake
 
 
@@ -113,6 +115,15 @@ def _parser() -> argparse.ArgumentParser:
         "--control-token",
         metavar="TOKEN",
         help="use this control token instead of a random one (implies --control)",
+    )
+    serve.add_argument(
+        "--journal-keep",
+        type=_entries,
+        default=DEFAULT_JOURNAL_KEEP,
+        metavar="N",
+        help="keep the newest N requests in the journal the dashboard and /_fake/journal "
+        f"show ({DEFAULT_JOURNAL_KEEP}; each keeps at most 64 KiB of each body), so a "
+        "long-running server stays small",
     )
     serve.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
@@ -252,6 +263,18 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _entries(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number of requests above 0, not {text!r}"
+        )
+    return value
+
+
 def _open(args: argparse.Namespace) -> tuple[FakeContextQ, SqlStore | None, str]:
     """The fake, the store it was given (closed after it), and a phrase saying where its
     state lives; or SystemExit with one line."""
@@ -264,7 +287,7 @@ def _open(args: argparse.Namespace) -> tuple[FakeContextQ, SqlStore | None, str]
                 f"fake-contextq: {option} applies to a database (--db or --database-url), "
                 "not to --memory"
             )
-        return FakeContextQ(), None, "in memory"
+        return FakeContextQ(journal_keep=args.journal_keep), None, "in memory"
     url = args.database_url
     where = _redacted(url) if url is not None else ""
     if url is None:
@@ -282,7 +305,8 @@ def _open(args: argparse.Namespace) -> tuple[FakeContextQ, SqlStore | None, str]
 
         store = SqlStore(url, **options)
         durable = ", each commit on disk before it answers" if args.durable else ""
-        return FakeContextQ(store=store), store, f"state in {where}{durable}"
+        fake = FakeContextQ(store=store, journal_keep=args.journal_keep)
+        return fake, store, f"state in {where}{durable}"
     except ModuleNotFoundError:
         raise  # a missing driver: serve() names the extra to install
     except Exception as exc:  # one clear line for a bad URL, file or schema, no traceback

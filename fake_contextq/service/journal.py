@@ -6,6 +6,7 @@ from __future__ import annotations
 import fnmatch
 import itertools
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, overload
@@ -49,10 +50,17 @@ class JournalEntry:
 
 
 class Journal:
-    """An append-only list of ``JournalEntry``, safe to read while requests run."""
+    """An append-only list of ``JournalEntry``, safe to read while requests run.
 
-    def __init__(self) -> None:
-        self._entries: list[JournalEntry] = []
+    ``keep`` bounds it to the newest entries (a long-running served fake would otherwise
+    grow without end); None, the default for a test's fake, keeps every one. Entries keep
+    their numbers, so a number names the same request whether or not older ones left."""
+
+    def __init__(self, keep: int | None = None) -> None:
+        if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
+            raise ValueError(f"keep must be a positive number of entries or None, not {keep!r}")
+        self.keep = keep
+        self._entries: deque[JournalEntry] = deque(maxlen=keep)
         self._lock = threading.Lock()
         self._numbers = itertools.count(1)
         self._listeners: tuple[Listener, ...] = ()
@@ -106,7 +114,7 @@ class Journal:
     def __getitem__(self, index: slice) -> list[JournalEntry]: ...
     def __getitem__(self, index: int | slice) -> JournalEntry | list[JournalEntry]:
         with self._lock:
-            return self._entries[index]
+            return list(self._entries)[index] if isinstance(index, slice) else self._entries[index]
 
     @property
     def last(self) -> JournalEntry:

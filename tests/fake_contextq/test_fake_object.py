@@ -8,6 +8,7 @@ import json
 import os
 import threading
 import time
+from typing import Any
 
 import httpx2
 import pytest
@@ -376,3 +377,20 @@ def test_the_journal_shows_a_credential_named_query_value_as_stars(
     assert entry.query == "limit=5&token=***&x_api_key=***"
     shown = [str(entry), fake.journal.table(), json.dumps(entry.as_dict())]
     assert not [text for text in shown if "T0KSECRET" in text or "K3Y" in text], shown
+
+
+def test_a_bounded_journal_keeps_the_newest_entries_under_their_numbers() -> None:
+    with FakeContextQ(journal_keep=3) as fake, fake.client("sk_live_nope") as client:
+        for n in range(5):
+            client.get(f"/api/contexts/{n + 1}")
+        assert len(fake.journal) == 3 and fake.journal.keep == 3
+        assert [e.number for e in fake.journal] == [3, 4, 5]
+        assert [e.path for e in fake.journal[0:2]] == ["/api/contexts/3", "/api/contexts/4"]
+        assert fake.journal.last.path == "/api/contexts/5" == fake.journal[-1].path
+        assert fake.journal.find(1) is None and fake.journal.find(4) is fake.journal[1]
+
+
+@pytest.mark.parametrize("keep", [0, -1, True, 2.5, "10"])
+def test_a_journal_bound_that_is_not_a_positive_count_is_refused(keep: Any) -> None:
+    with pytest.raises(ValueError, match="keep must be a positive number of entries"):
+        FakeContextQ(journal_keep=keep, database_url="sqlite://")
