@@ -128,7 +128,7 @@ class AsyncAgentMemory:
     async def handoff(self, run_id: str) -> str | None:
         return await _off_loop(self.sync.handoff, run_id)
 
-    async def aclose(self) -> None:
+    async def close(self) -> None:
         """The backend's ``close()``, off the loop (closing a session may wait on it)."""
         await _off_loop(self.sync.close)
 
@@ -136,7 +136,7 @@ class AsyncAgentMemory:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+        await self.close()
 
 
 async def select_async_agent_memory(
