@@ -41,6 +41,7 @@ from fake_anthropic.engine import validation as check
 from fake_anthropic.engine.errors import Refusal, invalid, problem, utf8
 from fake_anthropic.engine.mcp import McpConnector, McpOutcome, McpServer, McpUnreachable
 from fake_anthropic.engine.signatures import Signatures
+from fake_anthropic.engine.trees import copied
 from fake_anthropic.engine.usage import iteration, usage
 from fake_anthropic.script.records import (
     AnsweredError,
@@ -113,11 +114,15 @@ def _problem(message: str) -> Refusal:
 
 @dataclass
 class _Thread:
-    """A conversation the server holds under its latest reply's id."""
+    """A conversation the server holds under its latest reply's id. Its history, tools and
+    system are the engine's own (never handed out, never changed), so the next thread
+    shares them instead of copying; ``canon`` is each message of the history as compared
+    across requests (``_canon_message``)."""
 
     history: list[Json]
     tools: list[Json] | None
     system: object
+    canon: list[str]
     continued: bool = False
 
 
@@ -207,6 +212,26 @@ def _thread_of(value: object) -> tuple[ThreadKind | None, str | None]:
     raise _invalid(
         'thread: must be {"type": "create"} or {"type": "continue", "previous_message_id": ...}'
     )
+
+
+def _kept(
+    thread: _Thread | None,
+    history: list[Json],
+    reply: Json,
+    tools: list[Json] | None,
+    system: object,
+    canon: list[str],
+) -> _Thread:
+    """The thread held under a reply: the conversation and the reply, copied (the record
+    hands ``history`` to the test, which may change it), except the part the continued
+    ``thread`` already holds, which is shared (one copy a turn, not the whole history)."""
+    content = copied(reply["content"])
+    if thread is None:
+        made = [*copied(history), {"role": "assistant", "content": content}]
+        return _Thread(made, copied(tools), copied(system), canon)
+    held = thread.history
+    made = [*held, *copied(history[len(held) :]), {"role": "assistant", "content": content}]
+    return _Thread(made, thread.tools, thread.system, canon)
 
 
 class Engine:
@@ -442,7 +467,9 @@ class Engine:
             seen, draft.applied_edits, compact = self._edit(body, seen, measure, thinking)
         draft.seen_messages = seen
         tool_names = _tool_names(history)
-        canon = [_canon_message(m) for m in history]
+        # A thread's part is the same as when it was kept: only the messages sent are new.
+        prior = thread.canon if thread is not None else []
+        canon = [*prior, *(_canon_message(m) for m in history[len(prior) :])]
         start = max(
             (len(k) for k in self._known if len(k) <= len(canon) and canon[: len(k)] == k),
             default=0,
@@ -479,13 +506,16 @@ class Engine:
                         f"request {draft.index} asks for a turn, not a compaction (no `compaction` "
                         "field, no compact_20260112 edit that fired)"
                     )
-                conversation = Conversation(
-                    copy.deepcopy(seen),
-                    last_user_tool_results(seen, tool_names),
-                    copy.deepcopy(tools or []),
-                    draft.index,
+                shown = seen
+                turn = self._turn(
+                    item,
+                    lambda: Conversation(
+                        copied(shown),
+                        last_user_tool_results(shown, tool_names),
+                        copied(tools or []),
+                        draft.index,
+                    ),
                 )
-                turn = self._turn(item, conversation)
                 blocks = [
                     *leading,
                     *listed,
@@ -509,15 +539,13 @@ class Engine:
             message["context_management"] = {"applied_edits": draft.applied_edits}
         draft.response = message
 
-        after = [*history, {"role": "assistant", "content": copy.deepcopy(blocks)}]
-        self._known.append([*canon, _canon_message(after[-1])])
+        reply: Json = {"role": "assistant", "content": blocks}
+        canon.append(_canon_message(reply))
+        self._known.append(canon)
         if draft.thread is not None:
             if thread is not None:
                 thread.continued = True
-            # A copy: the record hands ``history`` to the test, which may change it.
-            self._threads[message["id"]] = _Thread(
-                copy.deepcopy(after), copy.deepcopy(tools), copy.deepcopy(system)
-            )
+            self._threads[message["id"]] = _kept(thread, history, reply, tools, system, canon)
         if draft.stream:
             headers = [
                 ("content-type", "text/event-stream; charset=utf-8"),
@@ -545,7 +573,8 @@ class Engine:
         *,
         max_tokens_required: bool = True,
     ) -> tuple[Json, list[Json]]:
-        """The body and its messages, once the headers and fields pass the API's checks."""
+        """The body and the record's own copy of its messages, once the headers and fields
+        pass the API's checks."""
         names = {name.lower() for name, _ in headers}
         draft.betas = [
             beta.strip()
@@ -567,7 +596,7 @@ class Engine:
         if "anthropic-version" not in names:
             raise _invalid("anthropic-version: header is required")
         sent = check.check_fields(body, max_tokens_required=max_tokens_required)
-        draft.messages = draft.seen_messages = draft.new_messages = copy.deepcopy(sent)
+        sent = draft.messages = draft.seen_messages = draft.new_messages = copied(sent)
         surface.check(body, draft.betas, self._ignored_betas)
         required = dict(assumed.REQUIRED_BETAS, compaction=assumed.COMPACTION_BETA)
         for name, beta in required.items():
@@ -592,7 +621,8 @@ class Engine:
         self, draft: _Draft, body: Json, sent: list[Json]
     ) -> tuple[list[Json], list[Json] | None, object, _Thread | None]:
         """The full conversation the request stands for, its tools and system prompt, and the
-        thread it continues (None unless a continue)."""
+        thread it continues (None unless a continue). ``sent`` is the record's own copy of
+        the messages sent (``_request``), so it goes into the history as it is."""
         kind, previous = _thread_of(body.get("thread"))
         draft.thread, draft.previous_message_id = kind, previous
         if kind is not None:
@@ -605,12 +635,12 @@ class Engine:
                 )
         thread = self._thread_for(kind, previous, body)
         if thread is not None:
-            history = copy.deepcopy(thread.history) + copy.deepcopy(sent)
+            history = copied(thread.history) + sent
             tools, system = thread.tools, thread.system
         else:
             if not sent:
                 raise _invalid("messages: at least one message is required")
-            history = copy.deepcopy(sent)
+            history = list(sent)
             tools, system = body.get("tools"), body.get("system")
         draft.messages = draft.seen_messages = history
         return history, tools, system, thread
@@ -643,14 +673,16 @@ class Engine:
             )
         return thread
 
-    def _turn(self, item: ScriptItem, conversation: Conversation) -> Turn:
+    def _turn(self, item: ScriptItem, conversation: Callable[[], Conversation]) -> Turn:
+        """The item's turn; a script function is shown the ``conversation`` (made only
+        then: a copy of the whole conversation, which a scripted turn does not need)."""
         if isinstance(item, (Turn, *BLOCK_TYPES)):
             turn = as_turn(item)
             assert turn is not None
             return turn
         assert callable(item)
         try:
-            value = item(conversation)
+            value = item(conversation())
         except Exception as exc:
             text = "".join(traceback.format_exception_only(exc)).strip()
             raise _problem(

@@ -603,6 +603,36 @@ def test_a_thread_continues_once_and_keeps_its_history() -> None:
     model.verify()
 
 
+def test_a_thread_keeps_its_own_history_whatever_a_test_changes() -> None:
+    """The server's copy: changing what the records hand out (the messages, a reply's
+    content) reaches no thread, however many turns deep."""
+    model = ScriptedModel()
+    model.script(text("First."), text("Second."), text("Third."))
+    client = model.client.beta.messages
+    more: list[BetaMessageParam] = [{"role": "user", "content": "And?"}]
+    first = client.create(
+        model=MODEL, max_tokens=64, messages=PROMPT, thread={"type": "create"}, betas=[THREADS]
+    )
+    cont: Any = {"type": "continue", "previous_message_id": first.id}
+    second = client.create(model=MODEL, max_tokens=64, messages=more, thread=cont, betas=[THREADS])
+    for request in model.requests:
+        request.messages[0]["content"] = "changed"
+        request.messages[-1]["role"] = "assistant"
+        request.messages.append({"role": "user", "content": "added"})
+        assert request.response is not None
+        request.response["content"][0]["text"] = "changed"
+    cont = {"type": "continue", "previous_message_id": second.id}
+    client.create(model=MODEL, max_tokens=64, messages=more, thread=cont, betas=[THREADS])
+    assert model.requests[2].messages == [
+        *PROMPT,
+        {"role": "assistant", "content": [{"type": "text", "text": "First."}]},
+        *more,
+        {"role": "assistant", "content": [{"type": "text", "text": "Second."}]},
+        *more,
+    ]
+    model.verify()
+
+
 def test_a_history_the_api_refuses_is_refused() -> None:
     model = ScriptedModel()
     model.allow_unused()
