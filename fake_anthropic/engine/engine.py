@@ -74,6 +74,13 @@ MESSAGES_PATH = "/v1/messages"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 CREATE_ONLY_FIELDS = ("system", "tools")  # SDK: the server takes them from the thread
 _ALPHABET = string.ascii_letters + string.digits
+# Each random byte below 248 (4 x 62) as a character of the alphabet, the others dropped:
+# every character equally likely.
+_EVEN_BYTES = 256 - 256 % len(_ALPHABET)
+_AS_CHARACTER = bytes(
+    ord(_ALPHABET[b % len(_ALPHABET)]) if b < _EVEN_BYTES else 0 for b in range(256)
+)
+_DROPPED = bytes(range(_EVEN_BYTES, 256))
 
 
 def estimate_tokens(json_text: str) -> int:
@@ -82,8 +89,12 @@ def estimate_tokens(json_text: str) -> int:
 
 
 def new_id(prefix: str) -> str:
-    """An id shaped like the API's (``msg_01…``, ``toolu_01…``): unique, never reused."""
-    return prefix + "01" + "".join(secrets.choice(_ALPHABET) for _ in range(22))
+    """An id shaped like the API's (``msg_01…``, ``toolu_01…``): unique, never reused.
+    One read of the system's randomness, not one per character (a turn makes three ids)."""
+    chars = b""
+    while len(chars) < 22:
+        chars += secrets.token_bytes(32).translate(_AS_CHARACTER, _DROPPED)
+    return prefix + "01" + chars[:22].decode("ascii")
 
 
 def json_text(value: object) -> str:
