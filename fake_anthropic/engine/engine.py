@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fake_anthropic.engine import assumptions as assumed
+from fake_anthropic.engine import checked as checking
 from fake_anthropic.engine import compaction as compacting
 from fake_anthropic.engine import context_editing as editing
 from fake_anthropic.engine import mcp, structured, surface
@@ -127,14 +128,26 @@ def _problem(message: str) -> Refusal:
 class _Thread:
     """A conversation the server holds under its latest reply's id. Its history, tools and
     system are the engine's own (never handed out, never changed), so the next thread
-    shares them instead of copying; ``canon`` is each message of the history as compared
-    across requests (``_canon_message``)."""
+    shares them instead of copying; of each message of the history it keeps ``canon`` (as
+    compared across requests, ``_canon_message``) and ``texts`` (its JSON text, which the
+    token estimate measures), and what the checks found in it (``checked``)."""
 
     history: list[Json]
     tools: list[Json] | None
     system: object
     canon: list[str]
+    texts: list[str]
+    checked: checking.Checked
     continued: bool = False
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What a turn's checks found: the conversation the model sees (before context
+    editing), and of the history, what a thread kept under the reply checks no more."""
+
+    view: list[Json]
+    checked: checking.Checked
 
 
 @dataclass
@@ -225,24 +238,44 @@ def _thread_of(value: object) -> tuple[ThreadKind | None, str | None]:
     )
 
 
+def _prompt_text(head: Json, messages: str) -> str:
+    """``json_text({**head, "messages": ...})`` with the messages' text already made (the
+    same text: a compact JSON object is its members' texts joined)."""
+    text = json_text(head)
+    return text[:-1] + ("," if head else "") + '"messages":' + messages + "}"
+
+
+def _parts(thread: _Thread | None, history: list[Json]) -> tuple[list[str], list[str]]:
+    """The canon and the JSON text of each message of ``history``: of a thread's part as
+    it kept them, of the messages sent made now."""
+    held = thread.history if thread is not None else []
+    new = history[len(held) :]
+    canon = [*(thread.canon if thread else ()), *(_canon_message(m) for m in new)]
+    texts = [*(thread.texts if thread else ()), *(json_text(m) for m in new)]
+    return canon, texts
+
+
 def _kept(
     thread: _Thread | None,
     history: list[Json],
     reply: Json,
     tools: list[Json] | None,
     system: object,
-    canon: list[str],
+    known: tuple[list[str], list[str], checking.Checked],
 ) -> _Thread:
     """The thread held under a reply: the conversation and the reply, copied (the record
     hands ``history`` to the test, which may change it), except the part the continued
-    ``thread`` already holds, which is shared (one copy a turn, not the whole history)."""
+    ``thread`` already holds, which is shared (one copy a turn, not the whole history).
+    ``known``: the canon and the texts of the history and the reply, and the checks'
+    findings in the history."""
+    canon, texts, checked = known
     content = copied(reply["content"])
     if thread is None:
         made = [*copied(history), {"role": "assistant", "content": content}]
-        return _Thread(made, copied(tools), copied(system), canon)
+        return _Thread(made, copied(tools), copied(system), canon, texts, checked)
     held = thread.history
     made = [*held, *copied(history[len(held) :]), {"role": "assistant", "content": content}]
-    return _Thread(made, thread.tools, thread.system, canon)
+    return _Thread(made, thread.tools, thread.system, canon, texts, checked)
 
 
 class Engine:
@@ -372,31 +405,60 @@ class Engine:
             headers.append(("x-should-retry", "false"))
         return Answer(refusal.status, headers, [json.dumps(payload).encode()])
 
-    def _measure(self, system: object, tools: list[Json] | None) -> Callable[[list[Json]], int]:
+    def _measure(
+        self,
+        system: object,
+        tools: list[Json] | None,
+        history: list[Json] | None = None,
+        texts: list[str] | None = None,
+    ) -> Callable[[list[Json]], int]:
+        """The token estimate of the prompt with some messages; of ``history`` itself (the
+        usual case: no context editing) from its messages' ``texts``."""
+
         def measure(messages: list[Json]) -> int:
             prompt: Json = {}
             if system is not None:
                 prompt["system"] = system
             if tools is not None:
                 prompt["tools"] = searching.visible_tools(tools, messages)
+            if messages is history and texts is not None:
+                return self._estimate(_prompt_text(prompt, "[" + ",".join(texts) + "]"))
             prompt["messages"] = messages
             return self._estimate(json_text(prompt))
 
         return measure
 
     def _checked_view(
-        self, body: Json, history: list[Json], tools: list[Json] | None, thinking: str | None
-    ) -> list[Json]:
-        """Run the API's checks of the conversation; return what the model sees of it
-        before context editing (from a compaction block on, if one was sent back)."""
-        start = check.compaction_start(history, self._signatures)
-        check.check_history(history, opens_with_compaction=start == 0)
-        check.check_thinking_blocks(history, self._signatures, thinking, self._thinking_replies)
+        self,
+        body: Json,
+        history: list[Json],
+        tools: list[Json] | None,
+        thinking: str | None,
+        prior: checking.Checked | None = None,
+    ) -> _Seen:
+        """Run the API's checks of the conversation, of what follows ``prior`` if its part
+        is plain (``engine.checked``); return what the model sees of it before context
+        editing (from a compaction block on, if one was sent back) and what was found."""
+        after = checking.after(prior)
+        start = check.compaction_start(history, self._signatures, after)
+        use_ids = check.check_history(
+            history,
+            opens_with_compaction=start == 0,
+            start=after,
+            seen=prior.use_ids if prior is not None and after else frozenset(),
+        )
+        check.check_thinking_blocks(
+            history, self._signatures, thinking, self._thinking_replies, after
+        )
         check.check_tool_choice(body, tools, thinking)
-        searching.check_references(history, searching.check_request(tools))
+        searching.check_references(history[after:], searching.check_request(tools))
         structured.output_schema(body)
         structured.strict_schemas(tools)
-        return history[start:] if start else history
+        known = prior.length if prior is not None else 0
+        names = {**prior.names, **_tool_names(history[known:])} if prior else _tool_names(history)
+        plain = (prior.plain if prior else True) and checking.plain(history[known:])
+        found = checking.Checked(len(history), frozenset(use_ids), names, plain)
+        return _Seen(history[start:] if start else history, found)
 
     def _count_tokens(
         self, draft: _Draft, headers: Sequence[tuple[str, str]], raw: bytes, request_id: str
@@ -410,7 +472,7 @@ class Engine:
         thinking = check.thinking_type(body)
         tools = body.get("tools")
         measure = self._measure(body.get("system"), tools)
-        seen = self._checked_view(body, sent, tools, thinking)
+        seen = self._checked_view(body, sent, tools, thinking).view
         result: Json = {}
         if body.get("context_management") is not None:
             original = measure(seen)
@@ -467,20 +529,19 @@ class Engine:
         if is_compaction:
             compacting.check_config(body)
         history, tools, system, thread = self._history(draft, body, sent)
-        servers = mcp.check_connector(body, draft.betas, tools, history)
+        prior = thread.checked if thread is not None else None
+        servers = mcp.check_connector(body, draft.betas, tools, history, checking.after(prior))
         if is_compaction:
             compacting.check_conversation(history)
-        seen = self._checked_view(body, history, tools, thinking)
-        measure = self._measure(system, tools)
+        found = self._checked_view(body, history, tools, thinking, prior)
+        seen, tool_names = found.view, found.checked.names
+        canon, texts = _parts(thread, history)
+        measure = self._measure(system, tools, history, texts)
 
         compact: Mapping[str, Any] | None = None
         if body.get("context_management") is not None:
             seen, draft.applied_edits, compact = self._edit(body, seen, measure, thinking)
         draft.seen_messages = seen
-        tool_names = _tool_names(history)
-        # A thread's part is the same as when it was kept: only the messages sent are new.
-        prior = thread.canon if thread is not None else []
-        canon = [*prior, *(_canon_message(m) for m in history[len(prior) :])]
         start = max(
             (len(k) for k in self._known if len(k) <= len(canon) and canon[: len(k)] == k),
             default=0,
@@ -530,7 +591,9 @@ class Engine:
                 blocks = [
                     *leading,
                     *listed,
-                    *self._content(turn, history, tools, body, thinking, servers, listings),
+                    *self._content(
+                        turn, history, tool_names, tools, body, thinking, servers, listings
+                    ),
                 ]
         counts = usage(measure(seen), self._estimate(json_text(blocks)), blocks, turn.usage)
         if iterations is not None:
@@ -556,7 +619,8 @@ class Engine:
         if draft.thread is not None:
             if thread is not None:
                 thread.continued = True
-            self._threads[message["id"]] = _kept(thread, history, reply, tools, system, canon)
+            known = (canon, [*texts, json_text(reply)], found.checked)
+            self._threads[message["id"]] = _kept(thread, history, reply, tools, system, known)
         if draft.stream:
             headers = [
                 ("content-type", "text/event-stream; charset=utf-8"),
@@ -711,6 +775,7 @@ class Engine:
         self,
         turn: Turn,
         history: Sequence[Json],
+        names: Mapping[str, str],
         tools: list[Json] | None,
         body: Json,
         thinking: str | None,
@@ -723,7 +788,7 @@ class Engine:
         declared = [t.get("name") for t in mcp.client_tools(tools)]
         listings = {} if listings is None else listings
         check_names = all(isinstance(n, str) for n in declared)
-        used = set(_tool_names(history))
+        used = set(names)
         loading = searching.Loading(tools, history)
         blocks: list[Json] = []
         for block in turn.blocks:

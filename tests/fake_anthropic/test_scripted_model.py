@@ -633,6 +633,48 @@ def test_a_thread_keeps_its_own_history_whatever_a_test_changes() -> None:
     model.verify()
 
 
+def test_a_continue_is_checked_as_its_whole_conversation() -> None:
+    """The thread's part is not checked again, but what is sent is checked against it:
+    a call id the thread already holds, a result answering no call of the reply."""
+    model = ScriptedModel()
+    model.script(text("First."), text("Second."))
+    client = model.client.beta.messages
+    call: Any = {"type": "tool_use", "id": "toolu_x", "name": "lookup", "input": {}}
+    answer: Any = {"type": "tool_result", "tool_use_id": "toolu_x", "content": "found"}
+    opened: Any = [
+        *PROMPT,
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [answer]},
+    ]
+    first = client.create(
+        model=MODEL,
+        max_tokens=64,
+        messages=opened,
+        tools=TOOLS,
+        thread={"type": "create"},
+        betas=[THREADS],
+    )
+    cont: Any = {"type": "continue", "previous_message_id": first.id}
+    again: Any = [
+        {"role": "user", "content": "More."},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [answer]},
+    ]
+    with pytest.raises(
+        anthropic.BadRequestError, match=r"messages\.5: `tool_use` ids must be unique \(toolu_x\)"
+    ):
+        client.create(model=MODEL, max_tokens=64, messages=again, thread=cont, betas=[THREADS])
+    stray: Any = [{"role": "user", "content": [{**answer, "tool_use_id": "toolu_y"}]}]
+    with pytest.raises(
+        anthropic.BadRequestError, match=r"messages\.4\.content\.0: unexpected `tool_use_id`"
+    ):
+        client.create(model=MODEL, max_tokens=64, messages=stray, thread=cont, betas=[THREADS])
+    ok: Any = [{"role": "user", "content": "More."}]
+    client.create(model=MODEL, max_tokens=64, messages=ok, thread=cont, betas=[THREADS])
+    assert [r.ok for r in model.requests] == [True, False, False, True]
+    model.verify()
+
+
 def test_a_history_the_api_refuses_is_refused() -> None:
     model = ScriptedModel()
     model.allow_unused()
