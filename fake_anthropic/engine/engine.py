@@ -126,19 +126,24 @@ def _problem(message: str) -> Refusal:
 
 @dataclass
 class _Thread:
-    """A conversation the server holds under its latest reply's id. Its history, tools and
-    system are the engine's own (never handed out, never changed), so the next thread
-    shares them instead of copying; of each message of the history it keeps ``canon`` (as
-    compared across requests, ``_canon_message``) and ``texts`` (its JSON text, which the
-    token estimate measures), and what the checks found in it (``checked``)."""
+    """A conversation the server holds under its latest reply's id, as the server holds
+    it: each message of the history as its JSON text (``texts``, which the token estimate
+    also measures, and from which a continue's record gets its own copy), and as compared
+    across requests (``canon``, ``_canon_message``); the tools and system prompt; what the
+    checks found in the history (``checked``). All of it the engine's own, never handed
+    out or changed, so the next thread shares it instead of copying."""
 
-    history: list[Json]
     tools: list[Json] | None
     system: object
     canon: list[str]
     texts: list[str]
     checked: checking.Checked
     continued: bool = False
+
+    def history(self) -> list[Json]:
+        """A new copy of the history (what the client was answered: JSON)."""
+        messages: list[Json] = json.loads("[" + ",".join(self.texts) + "]")
+        return messages
 
 
 @dataclass(frozen=True)
@@ -248,8 +253,7 @@ def _prompt_text(head: Json, messages: str) -> str:
 def _parts(thread: _Thread | None, history: list[Json]) -> tuple[list[str], list[str]]:
     """The canon and the JSON text of each message of ``history``: of a thread's part as
     it kept them, of the messages sent made now."""
-    held = thread.history if thread is not None else []
-    new = history[len(held) :]
+    new = history[len(thread.texts) if thread is not None else 0 :]
     canon = [*(thread.canon if thread else ()), *(_canon_message(m) for m in new)]
     texts = [*(thread.texts if thread else ()), *(json_text(m) for m in new)]
     return canon, texts
@@ -257,25 +261,18 @@ def _parts(thread: _Thread | None, history: list[Json]) -> tuple[list[str], list
 
 def _kept(
     thread: _Thread | None,
-    history: list[Json],
-    reply: Json,
     tools: list[Json] | None,
     system: object,
     known: tuple[list[str], list[str], checking.Checked],
 ) -> _Thread:
-    """The thread held under a reply: the conversation and the reply, copied (the record
-    hands ``history`` to the test, which may change it), except the part the continued
-    ``thread`` already holds, which is shared (one copy a turn, not the whole history).
-    ``known``: the canon and the texts of the history and the reply, and the checks'
-    findings in the history."""
+    """The thread held under a reply: ``known`` holds the canon and the texts of the
+    history and the reply, and what the checks found in the history; the tools and system
+    prompt are the continued ``thread``'s, else copies of the request's (the record hands
+    its body to the test, which may change it)."""
     canon, texts, checked = known
-    content = copied(reply["content"])
     if thread is None:
-        made = [*copied(history), {"role": "assistant", "content": content}]
-        return _Thread(made, copied(tools), copied(system), canon, texts, checked)
-    held = thread.history
-    made = [*held, *copied(history[len(held) :]), {"role": "assistant", "content": content}]
-    return _Thread(made, thread.tools, thread.system, canon, texts, checked)
+        return _Thread(copied(tools), copied(system), canon, texts, checked)
+    return _Thread(thread.tools, thread.system, canon, texts, checked)
 
 
 class Engine:
@@ -620,7 +617,7 @@ class Engine:
             if thread is not None:
                 thread.continued = True
             known = (canon, [*texts, json_text(reply)], found.checked)
-            self._threads[message["id"]] = _kept(thread, history, reply, tools, system, known)
+            self._threads[message["id"]] = _kept(thread, tools, system, known)
         if draft.stream:
             headers = [
                 ("content-type", "text/event-stream; charset=utf-8"),
@@ -710,7 +707,7 @@ class Engine:
                 )
         thread = self._thread_for(kind, previous, body)
         if thread is not None:
-            history = copied(thread.history) + sent
+            history = thread.history() + sent
             tools, system = thread.tools, thread.system
         else:
             if not sent:

@@ -633,6 +633,35 @@ def test_a_thread_keeps_its_own_history_whatever_a_test_changes() -> None:
     model.verify()
 
 
+def test_a_continue_holds_the_earlier_reply_as_the_client_was_answered_it() -> None:
+    """The server holds JSON: a tuple a script put in a call's input comes back a list,
+    as it does when the client sends the reply back itself."""
+    model = ScriptedModel()
+    model.script(tool_use("lookup", {"pair": (1, 2)}), text("Done."))
+    client = model.client.beta.messages
+    first = client.create(
+        model=MODEL,
+        max_tokens=64,
+        messages=PROMPT,
+        tools=TOOLS,
+        thread={"type": "create"},
+        betas=[THREADS],
+    )
+    call = first.content[0]
+    assert isinstance(call, anthropic.types.beta.BetaToolUseBlock)
+    answer: Any = {"type": "tool_result", "tool_use_id": call.id, "content": "found"}
+    cont: Any = {"type": "continue", "previous_message_id": first.id}
+    client.create(
+        model=MODEL,
+        max_tokens=64,
+        messages=[{"role": "user", "content": [answer]}],
+        thread=cont,
+        betas=[THREADS],
+    )
+    assert model.requests[1].messages[1]["content"][0]["input"] == {"pair": [1, 2]}
+    model.verify()
+
+
 def test_a_continue_is_checked_as_its_whole_conversation() -> None:
     """The thread's part is not checked again, but what is sent is checked against it:
     a call id the thread already holds, a result answering no call of the reply."""
