@@ -85,8 +85,19 @@ BASE_URL = "http://scripted-model.test"
 API_KEY = "sk-ant-scripted-model-no-key"
 
 
+def _streams(answer: Answer) -> bool:
+    """Whether the answer is an event stream, handed over an event (chunk) at a time as a
+    server sends it; any other answer is one body with its length, as the API sends JSON,
+    which the client then need not read through its streaming machinery."""
+    return any(
+        name.lower() == "content-type" and value.startswith("text/event-stream")
+        for name, value in answer.headers
+    )
+
+
 def _response(answer: Answer) -> httpx2.Response:
-    return httpx2.Response(answer.status, headers=answer.headers, content=iter(answer.chunks))
+    content = iter(answer.chunks) if _streams(answer) else answer.body
+    return httpx2.Response(answer.status, headers=answer.headers, content=content)
 
 
 async def _achunks(chunks: list[bytes]) -> AsyncIterator[bytes]:
@@ -274,9 +285,8 @@ class ScriptedModel:
         """Answer an ``httpx2`` request (the async transport's handler)."""
         await request.aread()
         answer = self._answer(request)
-        return httpx2.Response(
-            answer.status, headers=answer.headers, content=_achunks(answer.chunks)
-        )
+        content = _achunks(answer.chunks) if _streams(answer) else answer.body
+        return httpx2.Response(answer.status, headers=answer.headers, content=content)
 
     def _answer(self, request: httpx2.Request) -> Answer:
         return self._engine.handle(

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fake_anthropic.engine import assumptions as assumed
+from fake_anthropic.engine import checked as checking
 from fake_anthropic.engine import compaction as compacting
 from fake_anthropic.engine import context_editing as editing
 from fake_anthropic.engine import mcp, structured, surface
@@ -41,6 +42,7 @@ from fake_anthropic.engine import validation as check
 from fake_anthropic.engine.errors import Refusal, invalid, problem, utf8
 from fake_anthropic.engine.mcp import McpConnector, McpOutcome, McpServer, McpUnreachable
 from fake_anthropic.engine.signatures import Signatures
+from fake_anthropic.engine.trees import copied
 from fake_anthropic.engine.usage import iteration, usage
 from fake_anthropic.script.records import (
     AnsweredError,
@@ -73,6 +75,13 @@ MESSAGES_PATH = "/v1/messages"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 CREATE_ONLY_FIELDS = ("system", "tools")  # SDK: the server takes them from the thread
 _ALPHABET = string.ascii_letters + string.digits
+# Each random byte below 248 (4 x 62) as a character of the alphabet, the others dropped:
+# every character equally likely.
+_EVEN_BYTES = 256 - 256 % len(_ALPHABET)
+_AS_CHARACTER = bytes(
+    ord(_ALPHABET[b % len(_ALPHABET)]) if b < _EVEN_BYTES else 0 for b in range(256)
+)
+_DROPPED = bytes(range(_EVEN_BYTES, 256))
 
 
 def estimate_tokens(json_text: str) -> int:
@@ -81,8 +90,12 @@ def estimate_tokens(json_text: str) -> int:
 
 
 def new_id(prefix: str) -> str:
-    """An id shaped like the API's (``msg_01…``, ``toolu_01…``): unique, never reused."""
-    return prefix + "01" + "".join(secrets.choice(_ALPHABET) for _ in range(22))
+    """An id shaped like the API's (``msg_01…``, ``toolu_01…``): unique, never reused.
+    One read of the system's randomness, not one per character (a turn makes three ids)."""
+    chars = b""
+    while len(chars) < 22:
+        chars += secrets.token_bytes(32).translate(_AS_CHARACTER, _DROPPED)
+    return prefix + "01" + chars[:22].decode("ascii")
 
 
 def json_text(value: object) -> str:
@@ -113,12 +126,33 @@ def _problem(message: str) -> Refusal:
 
 @dataclass
 class _Thread:
-    """A conversation the server holds under its latest reply's id."""
+    """A conversation the server holds under its latest reply's id, as the server holds
+    it: each message of the history as its JSON text (``texts``, which the token estimate
+    also measures, and from which a continue's record gets its own copy), and as compared
+    across requests (``canon``, ``_canon_message``); the tools and system prompt; what the
+    checks found in the history (``checked``). All of it the engine's own, never handed
+    out or changed, so the next thread shares it instead of copying."""
 
-    history: list[Json]
     tools: list[Json] | None
     system: object
+    canon: list[str]
+    texts: list[str]
+    checked: checking.Checked
     continued: bool = False
+
+    def history(self) -> list[Json]:
+        """A new copy of the history (what the client was answered: JSON)."""
+        messages: list[Json] = json.loads("[" + ",".join(self.texts) + "]")
+        return messages
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What a turn's checks found: the conversation the model sees (before context
+    editing), and of the history, what a thread kept under the reply checks no more."""
+
+    view: list[Json]
+    checked: checking.Checked
 
 
 @dataclass
@@ -207,6 +241,38 @@ def _thread_of(value: object) -> tuple[ThreadKind | None, str | None]:
     raise _invalid(
         'thread: must be {"type": "create"} or {"type": "continue", "previous_message_id": ...}'
     )
+
+
+def _prompt_text(head: Json, messages: str) -> str:
+    """``json_text({**head, "messages": ...})`` with the messages' text already made (the
+    same text: a compact JSON object is its members' texts joined)."""
+    text = json_text(head)
+    return text[:-1] + ("," if head else "") + '"messages":' + messages + "}"
+
+
+def _parts(thread: _Thread | None, history: list[Json]) -> tuple[list[str], list[str]]:
+    """The canon and the JSON text of each message of ``history``: of a thread's part as
+    it kept them, of the messages sent made now."""
+    new = history[len(thread.texts) if thread is not None else 0 :]
+    canon = [*(thread.canon if thread else ()), *(_canon_message(m) for m in new)]
+    texts = [*(thread.texts if thread else ()), *(json_text(m) for m in new)]
+    return canon, texts
+
+
+def _kept(
+    thread: _Thread | None,
+    tools: list[Json] | None,
+    system: object,
+    known: tuple[list[str], list[str], checking.Checked],
+) -> _Thread:
+    """The thread held under a reply: ``known`` holds the canon and the texts of the
+    history and the reply, and what the checks found in the history; the tools and system
+    prompt are the continued ``thread``'s, else copies of the request's (the record hands
+    its body to the test, which may change it)."""
+    canon, texts, checked = known
+    if thread is None:
+        return _Thread(copied(tools), copied(system), canon, texts, checked)
+    return _Thread(thread.tools, thread.system, canon, texts, checked)
 
 
 class Engine:
@@ -336,31 +402,60 @@ class Engine:
             headers.append(("x-should-retry", "false"))
         return Answer(refusal.status, headers, [json.dumps(payload).encode()])
 
-    def _measure(self, system: object, tools: list[Json] | None) -> Callable[[list[Json]], int]:
+    def _measure(
+        self,
+        system: object,
+        tools: list[Json] | None,
+        history: list[Json] | None = None,
+        texts: list[str] | None = None,
+    ) -> Callable[[list[Json]], int]:
+        """The token estimate of the prompt with some messages; of ``history`` itself (the
+        usual case: no context editing) from its messages' ``texts``."""
+
         def measure(messages: list[Json]) -> int:
             prompt: Json = {}
             if system is not None:
                 prompt["system"] = system
             if tools is not None:
                 prompt["tools"] = searching.visible_tools(tools, messages)
+            if messages is history and texts is not None:
+                return self._estimate(_prompt_text(prompt, "[" + ",".join(texts) + "]"))
             prompt["messages"] = messages
             return self._estimate(json_text(prompt))
 
         return measure
 
     def _checked_view(
-        self, body: Json, history: list[Json], tools: list[Json] | None, thinking: str | None
-    ) -> list[Json]:
-        """Run the API's checks of the conversation; return what the model sees of it
-        before context editing (from a compaction block on, if one was sent back)."""
-        start = check.compaction_start(history, self._signatures)
-        check.check_history(history, opens_with_compaction=start == 0)
-        check.check_thinking_blocks(history, self._signatures, thinking, self._thinking_replies)
+        self,
+        body: Json,
+        history: list[Json],
+        tools: list[Json] | None,
+        thinking: str | None,
+        prior: checking.Checked | None = None,
+    ) -> _Seen:
+        """Run the API's checks of the conversation, of what follows ``prior`` if its part
+        is plain (``engine.checked``); return what the model sees of it before context
+        editing (from a compaction block on, if one was sent back) and what was found."""
+        after = checking.after(prior)
+        start = check.compaction_start(history, self._signatures, after)
+        use_ids = check.check_history(
+            history,
+            opens_with_compaction=start == 0,
+            start=after,
+            seen=prior.use_ids if prior is not None and after else frozenset(),
+        )
+        check.check_thinking_blocks(
+            history, self._signatures, thinking, self._thinking_replies, after
+        )
         check.check_tool_choice(body, tools, thinking)
-        searching.check_references(history, searching.check_request(tools))
+        searching.check_references(history[after:], searching.check_request(tools))
         structured.output_schema(body)
         structured.strict_schemas(tools)
-        return history[start:] if start else history
+        known = prior.length if prior is not None else 0
+        names = {**prior.names, **_tool_names(history[known:])} if prior else _tool_names(history)
+        plain = (prior.plain if prior else True) and checking.plain(history[known:])
+        found = checking.Checked(len(history), frozenset(use_ids), names, plain)
+        return _Seen(history[start:] if start else history, found)
 
     def _count_tokens(
         self, draft: _Draft, headers: Sequence[tuple[str, str]], raw: bytes, request_id: str
@@ -374,7 +469,7 @@ class Engine:
         thinking = check.thinking_type(body)
         tools = body.get("tools")
         measure = self._measure(body.get("system"), tools)
-        seen = self._checked_view(body, sent, tools, thinking)
+        seen = self._checked_view(body, sent, tools, thinking).view
         result: Json = {}
         if body.get("context_management") is not None:
             original = measure(seen)
@@ -431,18 +526,19 @@ class Engine:
         if is_compaction:
             compacting.check_config(body)
         history, tools, system, thread = self._history(draft, body, sent)
-        servers = mcp.check_connector(body, draft.betas, tools, history)
+        prior = thread.checked if thread is not None else None
+        servers = mcp.check_connector(body, draft.betas, tools, history, checking.after(prior))
         if is_compaction:
             compacting.check_conversation(history)
-        seen = self._checked_view(body, history, tools, thinking)
-        measure = self._measure(system, tools)
+        found = self._checked_view(body, history, tools, thinking, prior)
+        seen, tool_names = found.view, found.checked.names
+        canon, texts = _parts(thread, history)
+        measure = self._measure(system, tools, history, texts)
 
         compact: Mapping[str, Any] | None = None
         if body.get("context_management") is not None:
             seen, draft.applied_edits, compact = self._edit(body, seen, measure, thinking)
         draft.seen_messages = seen
-        tool_names = _tool_names(history)
-        canon = [_canon_message(m) for m in history]
         start = max(
             (len(k) for k in self._known if len(k) <= len(canon) and canon[: len(k)] == k),
             default=0,
@@ -479,17 +575,22 @@ class Engine:
                         f"request {draft.index} asks for a turn, not a compaction (no `compaction` "
                         "field, no compact_20260112 edit that fired)"
                     )
-                conversation = Conversation(
-                    copy.deepcopy(seen),
-                    last_user_tool_results(seen, tool_names),
-                    copy.deepcopy(tools or []),
-                    draft.index,
+                shown = seen
+                turn = self._turn(
+                    item,
+                    lambda: Conversation(
+                        copied(shown),
+                        last_user_tool_results(shown, tool_names),
+                        copied(tools or []),
+                        draft.index,
+                    ),
                 )
-                turn = self._turn(item, conversation)
                 blocks = [
                     *leading,
                     *listed,
-                    *self._content(turn, history, tools, body, thinking, servers, listings),
+                    *self._content(
+                        turn, history, tool_names, tools, body, thinking, servers, listings
+                    ),
                 ]
         counts = usage(measure(seen), self._estimate(json_text(blocks)), blocks, turn.usage)
         if iterations is not None:
@@ -509,15 +610,14 @@ class Engine:
             message["context_management"] = {"applied_edits": draft.applied_edits}
         draft.response = message
 
-        after = [*history, {"role": "assistant", "content": copy.deepcopy(blocks)}]
-        self._known.append([*canon, _canon_message(after[-1])])
+        reply: Json = {"role": "assistant", "content": blocks}
+        canon.append(_canon_message(reply))
+        self._known.append(canon)
         if draft.thread is not None:
             if thread is not None:
                 thread.continued = True
-            # A copy: the record hands ``history`` to the test, which may change it.
-            self._threads[message["id"]] = _Thread(
-                copy.deepcopy(after), copy.deepcopy(tools), copy.deepcopy(system)
-            )
+            known = (canon, [*texts, json_text(reply)], found.checked)
+            self._threads[message["id"]] = _kept(thread, tools, system, known)
         if draft.stream:
             headers = [
                 ("content-type", "text/event-stream; charset=utf-8"),
@@ -545,7 +645,8 @@ class Engine:
         *,
         max_tokens_required: bool = True,
     ) -> tuple[Json, list[Json]]:
-        """The body and its messages, once the headers and fields pass the API's checks."""
+        """The body and the record's own copy of its messages, once the headers and fields
+        pass the API's checks."""
         names = {name.lower() for name, _ in headers}
         draft.betas = [
             beta.strip()
@@ -567,7 +668,7 @@ class Engine:
         if "anthropic-version" not in names:
             raise _invalid("anthropic-version: header is required")
         sent = check.check_fields(body, max_tokens_required=max_tokens_required)
-        draft.messages = draft.seen_messages = draft.new_messages = copy.deepcopy(sent)
+        sent = draft.messages = draft.seen_messages = draft.new_messages = copied(sent)
         surface.check(body, draft.betas, self._ignored_betas)
         required = dict(assumed.REQUIRED_BETAS, compaction=assumed.COMPACTION_BETA)
         for name, beta in required.items():
@@ -592,7 +693,8 @@ class Engine:
         self, draft: _Draft, body: Json, sent: list[Json]
     ) -> tuple[list[Json], list[Json] | None, object, _Thread | None]:
         """The full conversation the request stands for, its tools and system prompt, and the
-        thread it continues (None unless a continue)."""
+        thread it continues (None unless a continue). ``sent`` is the record's own copy of
+        the messages sent (``_request``), so it goes into the history as it is."""
         kind, previous = _thread_of(body.get("thread"))
         draft.thread, draft.previous_message_id = kind, previous
         if kind is not None:
@@ -605,12 +707,12 @@ class Engine:
                 )
         thread = self._thread_for(kind, previous, body)
         if thread is not None:
-            history = copy.deepcopy(thread.history) + copy.deepcopy(sent)
+            history = thread.history() + sent
             tools, system = thread.tools, thread.system
         else:
             if not sent:
                 raise _invalid("messages: at least one message is required")
-            history = copy.deepcopy(sent)
+            history = list(sent)
             tools, system = body.get("tools"), body.get("system")
         draft.messages = draft.seen_messages = history
         return history, tools, system, thread
@@ -643,14 +745,16 @@ class Engine:
             )
         return thread
 
-    def _turn(self, item: ScriptItem, conversation: Conversation) -> Turn:
+    def _turn(self, item: ScriptItem, conversation: Callable[[], Conversation]) -> Turn:
+        """The item's turn; a script function is shown the ``conversation`` (made only
+        then: a copy of the whole conversation, which a scripted turn does not need)."""
         if isinstance(item, (Turn, *BLOCK_TYPES)):
             turn = as_turn(item)
             assert turn is not None
             return turn
         assert callable(item)
         try:
-            value = item(conversation)
+            value = item(conversation())
         except Exception as exc:
             text = "".join(traceback.format_exception_only(exc)).strip()
             raise _problem(
@@ -668,6 +772,7 @@ class Engine:
         self,
         turn: Turn,
         history: Sequence[Json],
+        names: Mapping[str, str],
         tools: list[Json] | None,
         body: Json,
         thinking: str | None,
@@ -680,7 +785,7 @@ class Engine:
         declared = [t.get("name") for t in mcp.client_tools(tools)]
         listings = {} if listings is None else listings
         check_names = all(isinstance(n, str) for n in declared)
-        used = set(_tool_names(history))
+        used = set(names)
         loading = searching.Loading(tools, history)
         blocks: list[Json] = []
         for block in turn.blocks:

@@ -263,12 +263,14 @@ def check_listing_beta(beta: str, what: str) -> None:
 
 
 def sent_listings(
-    history: Sequence[Json], names: Sequence[str], beta: str | None
+    history: Sequence[Json], names: Sequence[str], beta: str | None, start: int = 0
 ) -> dict[str, tuple[Json, ...]]:
     """The latest ``mcp_tool_listing`` the conversation sent back for each server; each
-    checked (an assistant block naming a server of ``mcp_servers``, a valid listing)."""
+    checked (an assistant block naming a server of ``mcp_servers``, a valid listing).
+    From ``start`` on only: the messages before it hold no listing."""
     found: dict[str, tuple[Json, ...]] = {}
-    for m, message in enumerate(history):
+    for m in range(start, len(history)):
+        message = history[m]
         content = message.get("content")
         for b, block in enumerate(content if isinstance(content, list) else []):
             if not isinstance(block, dict) or block.get("type") != LISTING_TYPE:
@@ -351,16 +353,21 @@ def _from_tool_configuration(server: Json, index: int) -> McpServer:
 
 
 def check_connector(
-    body: Json, betas: Sequence[str], tools: Sequence[Json] | None, history: Sequence[Json] = ()
+    body: Json,
+    betas: Sequence[str],
+    tools: Sequence[Json] | None,
+    history: Sequence[Json] = (),
+    start: int = 0,
 ) -> list[McpServer]:
-    """The request's MCP servers with their tool configuration, or the API's 400."""
+    """The request's MCP servers with their tool configuration, or the API's 400. The
+    history's listings from ``start`` on only: the messages before it hold none."""
     if body.get("mcp_servers") is None and not toolsets(tools):
-        sent_listings(history, (), None)  # a listing sent back without the connector
+        sent_listings(history, (), None, start)  # a listing sent back without the connector
         return []
     beta = check_beta(betas)
     servers = check_definitions(body)
     check_unique_names(servers)
-    sent = sent_listings(history, [s["name"] for s in servers], beta)
+    sent = sent_listings(history, [s["name"] for s in servers], beta, start)
     if beta == assumed.MCP_BETA_LEGACY:
         check_no_toolsets(tools)
         return [_from_tool_configuration(s, i) for i, s in enumerate(servers)]

@@ -148,17 +148,28 @@ def check_tool_choice(body: Json, tools: Sequence[Json] | None, thinking: str | 
         )
 
 
-def check_history(messages: Sequence[Json], *, opens_with_compaction: bool) -> None:
+def check_history(
+    messages: Sequence[Json],
+    *,
+    opens_with_compaction: bool,
+    start: int = 0,
+    seen: frozenset[str] = frozenset(),
+) -> set[str]:
     """The conversation's shape: it opens with a user turn (or a compaction block), every
     ``tool_use`` is answered by a ``tool_result`` in the next message and every
-    ``tool_result`` answers a ``tool_use`` of the message before, ids are unique."""
+    ``tool_result`` answers a ``tool_use`` of the message before, ids are unique. Returns
+    the ``tool_use`` ids of its assistant messages.
+
+    From ``start`` on only (``engine.checked``): the messages before it passed these
+    checks, as a conversation ending there, and ``seen`` are their ``tool_use`` ids."""
     if messages and messages[0].get("role") != "user" and not opens_with_compaction:
         raise invalid(
             "messages.0.role: the first message must use the 'user' role (or open with the "
             "`compaction` block a compaction returned)"
         )
-    seen_ids: set[str] = set()
-    for i, message in enumerate(messages):
+    seen_ids = set(seen)
+    for i in range(start, len(messages)):
+        message = messages[i]
         role = message.get("role")
         uses = [str(b.get("id")) for b in blocks_of(message) if _is(b, "tool_use")]
         if role == "assistant":
@@ -196,13 +207,18 @@ def check_history(messages: Sequence[Json], *, opens_with_compaction: bool) -> N
                         f"`tool_result` blocks: {block.get('tool_use_id')}. Each `tool_result` "
                         "block must have a corresponding `tool_use` block in the previous message."
                     )
+    return seen_ids
 
 
-def compaction_start(messages: Sequence[Json], signatures: Signatures) -> int | None:
+def compaction_start(
+    messages: Sequence[Json], signatures: Signatures, start: int = 0
+) -> int | None:
     """Check the ``compaction`` blocks sent back; return the index of the message holding
-    the one with content (the model sees the conversation from there on), None if none."""
+    the one with content (the model sees the conversation from there on), None if none.
+    From ``start`` on only: the messages before it hold no ``compaction`` block."""
     found: list[int] = []
-    for i, message in enumerate(messages):
+    for i in range(start, len(messages)):
+        message = messages[i]
         for j, block in enumerate(blocks_of(message)):
             if not _is(block, "compaction") or block.get("content") is None:
                 continue
@@ -239,11 +255,14 @@ def check_thinking_blocks(
     signatures: Signatures,
     thinking: str | None,
     replies_with_thinking: Mapping[str, bool],
+    start: int = 0,
 ) -> None:
     """Thinking blocks sent back unaltered, and, with thinking on, the final assistant turn
-    of a tool-use continuation starting with its thinking."""
+    of a tool-use continuation starting with its thinking. The blocks from ``start`` on
+    only: the messages before it hold no thinking block."""
     check = thinking in assumed.THINKING_ON or assumed.SIGNATURES_ARE_CHECKED_WITH_THINKING_OFF
-    for i, message in enumerate(messages):
+    for i in range(start, len(messages)):
+        message = messages[i]
         for j, block in enumerate(blocks_of(message)):
             where = f"messages.{i}.content.{j}"
             if (

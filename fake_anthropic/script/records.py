@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -106,7 +106,7 @@ def result_references(content: object) -> tuple[str, ...]:
     )
 
 
-def tool_results_of(messages: Sequence[Json], names: dict[str, str]) -> list[ToolResult]:
+def tool_results_of(messages: Sequence[Json], names: Mapping[str, str]) -> list[ToolResult]:
     """The ``tool_result`` blocks of ``messages`` in order, naming each call's tool."""
     out: list[ToolResult] = []
     for message in messages:
@@ -128,7 +128,7 @@ def tool_results_of(messages: Sequence[Json], names: dict[str, str]) -> list[Too
     return out
 
 
-def last_user_tool_results(messages: Sequence[Json], names: dict[str, str]) -> list[ToolResult]:
+def last_user_tool_results(messages: Sequence[Json], names: Mapping[str, str]) -> list[ToolResult]:
     """The tool results of the latest user message (none if it holds none)."""
     for message in reversed(messages):
         if message.get("role") == "user":

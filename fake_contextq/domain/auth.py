@@ -21,13 +21,18 @@ class _KeyRows(Protocol):
 
 class VerifiedKeys:
     """Which key row each presented key verified against, so bcrypt runs once per key per
-    process, not per request. Only that row's id is kept, under the sha256 of the key (the
-    plaintext is kept nowhere); the row itself is read on every request, so a revocation
-    by any process sharing the database is seen at the next request, which drops the
-    entry."""
+    process, not per request (and not at all for a key this process minted: it is known
+    from its minting, as bcrypt would have found it). Only that row's id is kept, under
+    the sha256 of the key (the plaintext is kept nowhere); the row itself is read on every
+    request, so a revocation by any process sharing the database is seen at the next
+    request, which drops the entry."""
 
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
+
+    def minted(self, plaintext: str, key_id: int) -> None:
+        """Know the key just stored under row ``key_id`` (its hash is of ``plaintext``)."""
+        self._ids[hashlib.sha256(plaintext.encode()).hexdigest()] = key_id
 
     def find(self, rows: _KeyRows, plaintext: str) -> ApiKey | None:
         digest = hashlib.sha256(plaintext.encode()).hexdigest()

@@ -105,9 +105,10 @@ class ContextQBackend:
         plaintext = auth.new_key()
         with self.store.transaction():
             self.tenant(tenant_id)
+            key_id = self.store.next_id("api_key")
             self.store.put_key(
                 r.ApiKey(
-                    id=self.store.next_id("api_key"),
+                    id=key_id,
                     tenant_id=tenant_id,
                     key_hash=keys.hash_key(plaintext, rounds=keys.FAKE_BCRYPT_ROUNDS),
                     prefix=keys.key_display_prefix(plaintext),
@@ -115,6 +116,7 @@ class ContextQBackend:
                     created_at=self.clock(),
                 )
             )
+        self._verified.minted(plaintext, key_id)
         return plaintext
 
     def revoke_key(self, plaintext: str) -> None:

@@ -603,6 +603,107 @@ def test_a_thread_continues_once_and_keeps_its_history() -> None:
     model.verify()
 
 
+def test_a_thread_keeps_its_own_history_whatever_a_test_changes() -> None:
+    """The server's copy: changing what the records hand out (the messages, a reply's
+    content) reaches no thread, however many turns deep."""
+    model = ScriptedModel()
+    model.script(text("First."), text("Second."), text("Third."))
+    client = model.client.beta.messages
+    more: list[BetaMessageParam] = [{"role": "user", "content": "And?"}]
+    first = client.create(
+        model=MODEL, max_tokens=64, messages=PROMPT, thread={"type": "create"}, betas=[THREADS]
+    )
+    cont: Any = {"type": "continue", "previous_message_id": first.id}
+    second = client.create(model=MODEL, max_tokens=64, messages=more, thread=cont, betas=[THREADS])
+    for request in model.requests:
+        request.messages[0]["content"] = "changed"
+        request.messages[-1]["role"] = "assistant"
+        request.messages.append({"role": "user", "content": "added"})
+        assert request.response is not None
+        request.response["content"][0]["text"] = "changed"
+    cont = {"type": "continue", "previous_message_id": second.id}
+    client.create(model=MODEL, max_tokens=64, messages=more, thread=cont, betas=[THREADS])
+    assert model.requests[2].messages == [
+        *PROMPT,
+        {"role": "assistant", "content": [{"type": "text", "text": "First."}]},
+        *more,
+        {"role": "assistant", "content": [{"type": "text", "text": "Second."}]},
+        *more,
+    ]
+    model.verify()
+
+
+def test_a_continue_holds_the_earlier_reply_as_the_client_was_answered_it() -> None:
+    """The server holds JSON: a tuple a script put in a call's input comes back a list,
+    as it does when the client sends the reply back itself."""
+    model = ScriptedModel()
+    model.script(tool_use("lookup", {"pair": (1, 2)}), text("Done."))
+    client = model.client.beta.messages
+    first = client.create(
+        model=MODEL,
+        max_tokens=64,
+        messages=PROMPT,
+        tools=TOOLS,
+        thread={"type": "create"},
+        betas=[THREADS],
+    )
+    call = first.content[0]
+    assert isinstance(call, anthropic.types.beta.BetaToolUseBlock)
+    answer: Any = {"type": "tool_result", "tool_use_id": call.id, "content": "found"}
+    cont: Any = {"type": "continue", "previous_message_id": first.id}
+    client.create(
+        model=MODEL,
+        max_tokens=64,
+        messages=[{"role": "user", "content": [answer]}],
+        thread=cont,
+        betas=[THREADS],
+    )
+    assert model.requests[1].messages[1]["content"][0]["input"] == {"pair": [1, 2]}
+    model.verify()
+
+
+def test_a_continue_is_checked_as_its_whole_conversation() -> None:
+    """The thread's part is not checked again, but what is sent is checked against it:
+    a call id the thread already holds, a result answering no call of the reply."""
+    model = ScriptedModel()
+    model.script(text("First."), text("Second."))
+    client = model.client.beta.messages
+    call: Any = {"type": "tool_use", "id": "toolu_x", "name": "lookup", "input": {}}
+    answer: Any = {"type": "tool_result", "tool_use_id": "toolu_x", "content": "found"}
+    opened: Any = [
+        *PROMPT,
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [answer]},
+    ]
+    first = client.create(
+        model=MODEL,
+        max_tokens=64,
+        messages=opened,
+        tools=TOOLS,
+        thread={"type": "create"},
+        betas=[THREADS],
+    )
+    cont: Any = {"type": "continue", "previous_message_id": first.id}
+    again: Any = [
+        {"role": "user", "content": "More."},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [answer]},
+    ]
+    with pytest.raises(
+        anthropic.BadRequestError, match=r"messages\.5: `tool_use` ids must be unique \(toolu_x\)"
+    ):
+        client.create(model=MODEL, max_tokens=64, messages=again, thread=cont, betas=[THREADS])
+    stray: Any = [{"role": "user", "content": [{**answer, "tool_use_id": "toolu_y"}]}]
+    with pytest.raises(
+        anthropic.BadRequestError, match=r"messages\.4\.content\.0: unexpected `tool_use_id`"
+    ):
+        client.create(model=MODEL, max_tokens=64, messages=stray, thread=cont, betas=[THREADS])
+    ok: Any = [{"role": "user", "content": "More."}]
+    client.create(model=MODEL, max_tokens=64, messages=ok, thread=cont, betas=[THREADS])
+    assert [r.ok for r in model.requests] == [True, False, False, True]
+    model.verify()
+
+
 def test_a_history_the_api_refuses_is_refused() -> None:
     model = ScriptedModel()
     model.allow_unused()

@@ -103,11 +103,24 @@ def checkpw_calls(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
 def test_a_key_is_verified_once_per_process_not_per_request(
     fake: FakeContextQ, tenant: Tenant, checkpw_calls: list[bytes]
 ) -> None:
-    key = fake.mint_key(tenant)
+    key = "sk_live_" + "7c" * 20
+    _put_key(fake, tenant, key, keys.hash_key(key, rounds=4))
     with fake.client(key) as c:
         for _ in range(20):
             assert c.get("/api/contexts").status_code == 200
     assert len(checkpw_calls) == 1
+
+
+def test_a_key_minted_here_is_known_without_bcrypt(
+    fake: FakeContextQ, tenant: Tenant, checkpw_calls: list[bytes]
+) -> None:
+    key = fake.mint_key(tenant)
+    with fake.client(key) as c:
+        assert c.get("/api/contexts").status_code == 200
+    assert checkpw_calls == []
+    fake.revoke_key(key)
+    with fake.client(key) as c:
+        assert c.get("/api/contexts").json()["message"] == _msgs.REVOKED_KEY
 
 
 def test_a_wrong_key_with_a_known_prefix_is_refused(fake: FakeContextQ, tenant: Tenant) -> None:
