@@ -592,7 +592,12 @@ class Engine:
                         turn, history, tool_names, tools, body, thinking, servers, listings
                     ),
                 ]
-        counts = usage(measure(seen), self._estimate(json_text(blocks)), blocks, turn.usage)
+        read = measure(seen)
+        written = self._estimate(json_text(blocks))
+        limit = body.get("max_tokens")
+        if isinstance(limit, int):  # the API never counts past it, and a cut reply is at it
+            written = limit if turn.effective_stop_reason == "max_tokens" else min(written, limit)
+        counts = usage(read, written, blocks, turn.usage)
         if iterations is not None:
             iterations.append(iteration("message", counts))
             counts["iterations"] = iterations

@@ -60,6 +60,22 @@ def test_usage_has_every_counter_the_api_sends_with_zeros() -> None:
     model.verify()
 
 
+def test_output_tokens_never_pass_max_tokens_and_a_cut_reply_is_at_it() -> None:
+    """The API stops at ``max_tokens``: a long scripted reply counts no more, and one the
+    script ends with ``max_tokens`` counts exactly that (a caller's cost arithmetic and a
+    continue-after-cut loop read it)."""
+    long = "word " * 400
+    model = ScriptedModel()
+    model.script(text(long), text(long), turn(text(long), stop_reason="max_tokens"))
+    whole = model.client.messages.create(model=MODEL, max_tokens=4096, messages=PROMPT)
+    assert whole.usage.output_tokens == estimate([{"type": "text", "text": long}]) < 4096
+    capped = model.client.messages.create(model=MODEL, max_tokens=16, messages=PROMPT)
+    assert (capped.stop_reason, capped.usage.output_tokens) == ("end_turn", 16)
+    cut = model.client.messages.create(model=MODEL, max_tokens=700, messages=PROMPT)
+    assert (cut.stop_reason, cut.usage.output_tokens) == ("max_tokens", 700)
+    model.verify()
+
+
 def test_a_turn_sets_usage_counters_for_cost_and_cache_tests() -> None:
     model = ScriptedModel()
     cached = {"cache_read_input_tokens": 900, "cache_creation_input_tokens": 100, "input_tokens": 5}
