@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant, _msgs
-from fake_contextq.mcp import McpToolError, SyncMcpClient, result_text
+from fake_contextq.mcp import McpToolError, SyncMcpClient, check_arguments, result_text
+from fake_contextq.mcp.server import Refused
+from fake_contextq.service import MCP_TOOLS
 from fake_contextq.service.tool_shapes import MCP_SAVE_DEFAULT_TYPE, mcp_save_title
 from tests.support.helpers import context_body, fill
 
@@ -338,6 +340,33 @@ def test_an_id_past_what_javascript_holds_is_refused_as_zod_refuses_it(mcp: Sync
     assert {(i["code"], i["maximum"]) for i in found} == {("too_big", 2**53 - 1)}
     assert mcp.call_tool("ctx_get", {"id": 2**53 - 1}).is_error  # REST's 404, no refusal
     assert "Input validation" not in result_text(mcp.call_tool("ctx_get", {"id": 2**53 - 1}))
+
+
+def _nested(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def test_arguments_nested_past_the_json_limit_are_refused_before_their_schema() -> None:
+    """Up to ``wire.MAX_JSON_DEPTH`` (the arguments' object is the first level) they go on,
+    made well-formed; one level more is one custom issue at the root, whatever else is
+    wrong (a parser that reads them stops there)."""
+    [tool] = [t for t in MCP_TOOLS if t.name == "ctx_update"]
+    at_limit = {"id": 1, "title": "a\ud800", "metadata": {"a": _nested(wire.MAX_JSON_DEPTH - 2)}}
+    assert check_arguments(tool, at_limit) == {**at_limit, "title": "a\ufffd"}
+    past = {"id": "one", "metadata": {"a": _nested(wire.MAX_JSON_DEPTH - 1)}}
+    with pytest.raises(Refused) as caught:
+        check_arguments(tool, past)
+    issue = {
+        "code": "custom",
+        "path": [],
+        "message": _msgs.MCP_TOO_DEEP.format(depth=wire.MAX_JSON_DEPTH),
+    }
+    problem = json.dumps([issue], indent=2)
+    bad = _msgs.MCP_BAD_ARGUMENTS.format(name="ctx_update", problem=problem)
+    assert str(caught.value) == _msgs.MCP_ERROR_OF.format(code=-32602, message=bad)
 
 
 def test_an_unknown_tool_is_an_error_result_as_mcpserver_answers_it(mcp: SyncMcpClient) -> None:
