@@ -42,8 +42,23 @@ _EXPECTED: Final = {
 }
 
 
+#: ``received`` of a value of each builtin JSON type, looked up before it asks in order
+_RECEIVED_BY_TYPE: Final = {
+    type(None): "null",
+    bool: "boolean",
+    int: "number",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+}
+
+
 def received(value: Any) -> str:
     """Zod 4's name for what it got (``parsedType`` of its English locale)."""
+    known = _RECEIVED_BY_TYPE.get(type(value))
+    if known is not None:
+        return known
     if isinstance(value, _Undefined):
         return "undefined"
     if value is None:
@@ -133,17 +148,18 @@ def _check(schema: Mapping[str, Any], value: Any, path: Path, out: list[Issue]) 
         if value not in schema["enum"] or not _is_type(kind, value):
             out.append(_not_an_option(schema, path))
         return
-    if isinstance(kind, str) and not _is_type(kind, value):
+    if isinstance(kind, str) and received(value) != _EXPECTED[kind]:
         out.append(_wrong_type(kind, value, path))
         return
     if kind in ("integer", "number"):
         _number(schema, value, path, out)
     elif kind == "array":
         before = len(out)
-        for index, item in enumerate(value):
-            if "items" in schema:
-                _check(schema["items"], item, (*path, index), out)
-        if not _continues(out[before:]):
+        if "items" in schema:
+            items = schema["items"]
+            for index, item in enumerate(value):
+                _check(items, item, (*path, index), out)
+        if len(out) > before and not _continues(out[before:]):
             return  # Zod 4 runs no check (a length) after an issue that aborts
         if "maxItems" in schema and len(value) > schema["maxItems"]:
             out.append(_sized(path, True, schema["maxItems"]))
@@ -156,7 +172,7 @@ def _check(schema: Mapping[str, Any], value: Any, path: Path, out: list[Issue]) 
 def _object(
     schema: Mapping[str, Any], value: Mapping[str, Any], path: Path, out: list[Issue]
 ) -> None:
-    required = set(schema.get("required", ()))
+    required = schema.get("required", ())
     before = len(out)
     for name, field in schema["properties"].items():
         if name in value:
@@ -167,7 +183,7 @@ def _object(
             out.append(found or _wrong_type(field.get("type", ""), _UNDEFINED, missing))
     # a refine is a check: Zod 4 runs none after an issue that aborts
     choices: Sequence[Mapping[str, Any]] = schema.get("oneOf", ())
-    if choices and _continues(out[before:]):
+    if choices and (len(out) == before or _continues(out[before:])):
         held = [all(n in value for n in c.get("required", ())) for c in choices]
         if held.count(True) != 1:
             names = " and ".join(n for c in choices for n in c.get("required", ()))
