@@ -418,6 +418,47 @@ def well_formed_json(value: Any) -> Any:
     return value
 
 
+class _TooDeep(Exception):
+    """Arrays and objects nest past the limit (``well_formed_within``)."""
+
+
+#: Types whose values ``well_formed_json`` hands back as they are (JSON's other scalars).
+_PLAIN_SCALARS: Final = frozenset({int, float, bool, type(None)})
+
+
+def well_formed_within(value: Any, limit: int = MAX_JSON_DEPTH) -> tuple[bool, Any]:
+    """``(True, well_formed_json(value))``, or ``(False, None)`` when ``nested_too_deep``:
+    one walk for both (an MCP tool's arguments need both on every call), which stops at
+    ``limit`` (so its recursion is bounded whatever the depth)."""
+    try:
+        return True, _well_formed_to(value, limit)
+    except _TooDeep:
+        return False, None
+
+
+def _well_formed_to(value: Any, room: int) -> Any:
+    """``well_formed_json(value)`` where at most ``room`` levels of arrays and objects may
+    still open (``_TooDeep`` past them); builtin types are told apart by ``type`` first, as
+    most JSON data is nothing else."""
+    kind = type(value)
+    if kind in _PLAIN_SCALARS:
+        return value
+    if isinstance(value, str):
+        return well_formed(value)
+    if kind is dict or (kind is not list and isinstance(value, Mapping)):
+        if room <= 0:
+            raise _TooDeep
+        return {
+            well_formed(k if type(k) is str else str(k)): _well_formed_to(v, room - 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        if room <= 0:
+            raise _TooDeep
+        return [_well_formed_to(v, room - 1) for v in value]
+    return value
+
+
 # [assumed] A path parameter or a query parameter's value that is not UTF-8 once
 # percent-decoded (``%FF``, or ``%ED%A0%80``, a surrogate's bytes) is a 400
 # validation_error naming the parameter: Node's decodeURIComponent throws on it, and

@@ -288,8 +288,11 @@ class FakeContextQ:
         API in-process: ``mcp.Client(fake.mcp_server(key))`` connects with no socket."""
         from fake_contextq.mcp import Rest, bound_server
 
-        # an in-process client holds no connection, so there is nothing to close later
-        return bound_server(Rest(self.async_client(), wire.authorization(api_key)))
+        # an in-process client holds no connection, so there is nothing to close later;
+        # its transport takes each tool's call straight (``Rest.link``)
+        transport = AsyncInProcessTransport(self.service)
+        client = httpx2.AsyncClient(transport=transport, base_url=self.base_url)
+        return bound_server(Rest(client, wire.authorization(api_key), link=transport))
 
     def served_app(
         self,

@@ -12,8 +12,9 @@ through anyio's blocking portal, the project's one bridge from sync to async cod
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 import anyio.from_thread
 import httpx2
@@ -52,13 +53,13 @@ def _read_timeout(request: httpx2.Request) -> float | None:
     return timeout
 
 
-def _dropped(request: httpx2.Request) -> httpx2.RemoteProtocolError:
+def _dropped(request: httpx2.Request | None) -> httpx2.RemoteProtocolError:
     return httpx2.RemoteProtocolError(
         "Server disconnected without sending a response.", request=request
     )
 
 
-def _timed_out(request: httpx2.Request, timeout: float | None) -> httpx2.ReadTimeout:
+def _timed_out(request: httpx2.Request | None, timeout: float | None) -> httpx2.ReadTimeout:
     return httpx2.ReadTimeout(
         f"The fake took longer than the read timeout ({timeout}s).", request=request
     )
@@ -120,15 +121,51 @@ class AsyncInProcessTransport(httpx2.AsyncBaseTransport):
         service = self.target
         if not isinstance(service, ContextQService):
             return _response(request, await call_app(service, request, body))
-        exchange = service.begin(service_request(request, body))
+        answer = await self._answered(
+            service, service_request(request, body), _read_timeout(request), request
+        )
+        return _response(request, answer)
+
+    async def exchange(
+        self,
+        method: str,
+        raw_path: str,
+        query: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float | None,
+    ) -> tuple[int, bytes]:
+        """One request as plain data straight into the service, its (status, body): what
+        ``handle_async_request`` does for an httpx2 request that would carry the same
+        (the MCP tools' REST calls: ``mcp.tools.Link``), without building one, so the journal,
+        the faults and the errors raised (``httpx2.RemoteProtocolError``, ``ReadTimeout``) are
+        the same. ``raw_path`` as sent (percent-encoded), header names lower case."""
+        service = self.target
+        if not isinstance(service, ContextQService):
+            raise TypeError("exchange needs the service, not an ASGI app")
+        request = Request(
+            method, unquote(raw_path), raw_path, query, headers, ReceivedBody.whole(body, headers)
+        )
+        answer = await self._answered(service, request, timeout, None)
+        return answer.status, b"" if method == "HEAD" else answer.body
+
+    async def _answered(
+        self,
+        service: ContextQService,
+        asked: Request,
+        timeout: float | None,
+        request: httpx2.Request | None,
+    ) -> Answer:
+        """The service's answer to ``asked``, a fault's delay waited out within ``timeout``;
+        ``request`` is what the httpx2 errors name (None: a plain ``exchange``)."""
+        exchange = service.begin(asked)
         executor = self._executor
         in_place: Callable[[Request], Answer] | None = service.answer if executor is None else None
         if in_place is None and self._reads_in_place:
             in_place = service.lone_read(exchange.request)
         try:
             if in_place is not None and not exchange.delay:  # nothing to wait for: no timeout
-                return _response(request, exchange.finish(in_place))
-            timeout = _read_timeout(request)
+                return exchange.finish(in_place)
 
             async def answered() -> Answer:
                 if exchange.delay:
@@ -139,9 +176,10 @@ class AsyncInProcessTransport(httpx2.AsyncBaseTransport):
                 return await loop.run_in_executor(executor, exchange.finish, service.answer)
 
             try:
-                return _response(request, await _within(timeout, answered))
+                answer: Answer = await _within(timeout, answered)
             except TimeoutError:
                 raise _timed_out(request, timeout) from None
+            return answer
         except ConnectionDropped:
             raise _dropped(request) from None
         finally:

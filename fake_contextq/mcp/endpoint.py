@@ -41,6 +41,7 @@ from fake_contextq.http._io import (
 from fake_contextq.http.transport import AsyncInProcessTransport
 from fake_contextq.mcp import cors
 from fake_contextq.mcp.cors import LOOPBACK, LOOPBACK_HOSTS, LOOPBACK_ORIGINS
+from fake_contextq.service import ContextQService
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -88,9 +89,10 @@ class McpEndpoint:
         # straight into the service when the app has one (the fake's own), so each tool
         # call's REST request is journaled and faulted without another trip through ASGI
         target = getattr(app, "service", app)
-        self._rest = httpx2.AsyncClient(
-            transport=AsyncInProcessTransport(target), base_url=INTERNAL_BASE_URL
-        )
+        transport = AsyncInProcessTransport(target)
+        self._rest = httpx2.AsyncClient(transport=transport, base_url=INTERNAL_BASE_URL)
+        # and without building an httpx2 request and response for it (``Rest.link``)
+        self._link = transport if isinstance(target, ContextQService) else None
         self._manager: StreamableHTTPSessionManager | None = None
         self._runner: asyncio.Task[None] | None = None
         self._starting: asyncio.Lock | None = None
@@ -108,7 +110,7 @@ class McpEndpoint:
         request = ctx.request
         headers = getattr(request, "headers", None)
         authorization = None if headers is None else headers.get("authorization")
-        return Rest(self._rest, authorization)
+        return Rest(self._rest, authorization, link=self._link)
 
     async def _manager_started(self) -> StreamableHTTPSessionManager:
         """The SDK's transport, started on first use by a task that runs it until the

@@ -71,10 +71,11 @@ def check_arguments(tool: McpTool, arguments: Mapping[str, Any] | None) -> dict[
     workspace that exists) are ContextQ's: REST checks them and its refusal comes back as a
     tool error, word for word ([assumed])."""
     args = renamed(tool, dict(arguments or {}))
-    if wire.nested_too_deep(args):
+    within, well = wire.well_formed_within(args)  # one walk for both
+    if not within:
         too_deep = _msgs.MCP_TOO_DEEP.format(depth=wire.MAX_JSON_DEPTH)
         raise _bad_arguments(tool, [{"code": "custom", "path": [], "message": too_deep}])
-    args = dict(wire.well_formed_json(args))  # [assumed] a lone surrogate is U+FFFD, as in REST
+    args = well  # [assumed] a lone surrogate is U+FFFD, as in REST
     found = zod.issues(tool.input_schema, args)
     if found:
         raise _bad_arguments(tool, found)

@@ -13,7 +13,7 @@ import json
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import httpx2
@@ -32,15 +32,34 @@ Answer = tuple[int, Any]
 MAX_ANSWER_BYTES = 4 * wire.MAX_BODY_BYTES
 
 
+class Link(Protocol):
+    """A ContextQ in this process, reached without an HTTP client: one request as plain
+    data in, its (status, body) out, journaled and faulted as any request, raising the
+    ``httpx2`` errors its transport raises (``http.transport.AsyncInProcessTransport``)."""
+
+    async def exchange(
+        self,
+        method: str,
+        raw_path: str,
+        query: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        timeout: float | None,
+    ) -> tuple[int, bytes]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Rest:
     """A ContextQ REST API as one caller sees it: a client, that caller's key, and for the
     stdio bridge a ``deadline``: the seconds a whole tool call (every REST call it makes,
-    every byte of their answers) may take before it is a tool error."""
+    every byte of their answers) may take before it is a tool error. ``link``: the same
+    ContextQ in this process, the client's own transport, which then takes each call as
+    the client would have sent it, without building an HTTP request and response."""
 
     client: httpx2.AsyncClient
     authorization: str | None
     deadline: float | None = None
+    link: Link | None = None
 
     @property
     def url(self) -> str:
@@ -62,30 +81,77 @@ class Rest:
     ) -> Answer:
         """(status, decoded JSON body or None for an empty one), or ``Unreachable`` when no
         answer came, ``Unusable`` when the answer cannot be read as ContextQ's JSON."""
-        headers = {} if self.authorization is None else {"Authorization": self.authorization}
         target = route.path(**(path or {}))
+        authorization = self.authorization
+        if authorization is None:
+            authorization = self.client.headers.get("authorization")
         try:
-            async with self.client.stream(
-                route.method, target, params=dict(params or {}), json=body, headers=headers
-            ) as response:
-                status = response.status_code
-                declared = response.headers.get("content-length", "")
-                if declared.isdigit() and int(declared) > MAX_ANSWER_BYTES:
-                    raise self._unusable(route, status, _too_large(int(declared)))
-                raw = bytearray()
-                async for chunk in response.aiter_bytes():
-                    raw += chunk
-                    if len(raw) > MAX_ANSWER_BYTES:
-                        raise self._unusable(route, status, _too_large(len(raw)))
+            # httpx2 refuses a header that is not ASCII: only its own path says how
+            if self.link is not None and (authorization is None or authorization.isascii()):
+                status, raw = await self._exchange(
+                    self.link, route, target, params, body, authorization
+                )
+            else:
+                status, raw = await self._stream(route, target, params, body)
         except httpx2.HTTPError as exc:
             reason = scrubbed(str(exc) or type(exc).__name__, self.secrets())
             raise Unreachable(self.url, reason) from exc
         if not raw:
             return status, None
         try:
-            return status, _answer_json(bytes(raw))
+            return status, _answer_json(raw)
         except ValueError as exc:
             raise self._unusable(route, status, str(exc)) from None
+
+    async def _stream(
+        self, route: wire.Route, target: str, params: Mapping[str, Any] | None, body: Any
+    ) -> tuple[int, bytes]:
+        """The call through the client, its answer read no further than it may be long."""
+        headers = {} if self.authorization is None else {"Authorization": self.authorization}
+        async with self.client.stream(
+            route.method, target, params=dict(params or {}), json=body, headers=headers
+        ) as response:
+            status = response.status_code
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > MAX_ANSWER_BYTES:
+                raise self._unusable(route, status, _too_large(int(declared)))
+            raw = bytearray()
+            async for chunk in response.aiter_bytes():
+                raw += chunk
+                if len(raw) > MAX_ANSWER_BYTES:
+                    raise self._unusable(route, status, _too_large(len(raw)))
+        return status, bytes(raw)
+
+    async def _exchange(
+        self,
+        link: Link,
+        route: wire.Route,
+        target: str,
+        params: Mapping[str, Any] | None,
+        body: Any,
+        authorization: str | None,
+    ) -> tuple[int, bytes]:
+        """The call as ``_stream``'s client would send it (its base path, query and JSON
+        encodings, key and read timeout: what the service reads of a request), by ``link``."""
+        client = self.client
+        headers = {} if authorization is None else {"authorization": authorization}
+        content = b""
+        if body is not None:  # httpx2's encode_json, byte for byte
+            content = json.dumps(
+                body, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+            ).encode()
+            headers["content-length"] = str(len(content))
+            headers["content-type"] = wire.JSON_MEDIA_TYPE
+        elif route.method in ("POST", "PUT", "PATCH"):
+            headers["content-length"] = "0"
+        query = str(client.params.merge(params)) if params else str(client.params)
+        raw_path = client.base_url.raw_path.decode("ascii") + target.lstrip("/")
+        status, raw = await link.exchange(
+            route.method, raw_path, query, headers, content, client.timeout.read
+        )
+        if len(raw) > MAX_ANSWER_BYTES:
+            raise self._unusable(route, status, _too_large(len(raw)))
+        return status, raw
 
     def _unusable(self, route: wire.Route, status: int, what: str) -> Unusable:
         return Unusable(self.url, route, status, what)

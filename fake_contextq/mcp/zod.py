@@ -16,7 +16,7 @@ refused, so they are not issues here either: ``stripped`` drops them, as Zod's o
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from fake_contextq import _msgs
@@ -42,8 +42,23 @@ _EXPECTED: Final = {
 }
 
 
+#: ``received`` of a value of each builtin JSON type, looked up before it asks in order
+_RECEIVED_BY_TYPE: Final = {
+    type(None): "null",
+    bool: "boolean",
+    int: "number",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+}
+
+
 def received(value: Any) -> str:
     """Zod 4's name for what it got (``parsedType`` of its English locale)."""
+    known = _RECEIVED_BY_TYPE.get(type(value))
+    if known is not None:
+        return known
     if isinstance(value, _Undefined):
         return "undefined"
     if value is None:
@@ -133,17 +148,18 @@ def _check(schema: Mapping[str, Any], value: Any, path: Path, out: list[Issue]) 
         if value not in schema["enum"] or not _is_type(kind, value):
             out.append(_not_an_option(schema, path))
         return
-    if isinstance(kind, str) and not _is_type(kind, value):
+    if isinstance(kind, str) and received(value) != _EXPECTED[kind]:
         out.append(_wrong_type(kind, value, path))
         return
     if kind in ("integer", "number"):
         _number(schema, value, path, out)
     elif kind == "array":
         before = len(out)
-        for index, item in enumerate(value):
-            if "items" in schema:
-                _check(schema["items"], item, (*path, index), out)
-        if not _continues(out[before:]):
+        if "items" in schema:
+            items = schema["items"]
+            for index, item in enumerate(value):
+                _check(items, item, (*path, index), out)
+        if len(out) > before and not _continues(out[before:]):
             return  # Zod 4 runs no check (a length) after an issue that aborts
         if "maxItems" in schema and len(value) > schema["maxItems"]:
             out.append(_sized(path, True, schema["maxItems"]))
@@ -156,7 +172,7 @@ def _check(schema: Mapping[str, Any], value: Any, path: Path, out: list[Issue]) 
 def _object(
     schema: Mapping[str, Any], value: Mapping[str, Any], path: Path, out: list[Issue]
 ) -> None:
-    required = set(schema.get("required", ()))
+    required = schema.get("required", ())
     before = len(out)
     for name, field in schema["properties"].items():
         if name in value:
@@ -167,7 +183,7 @@ def _object(
             out.append(found or _wrong_type(field.get("type", ""), _UNDEFINED, missing))
     # a refine is a check: Zod 4 runs none after an issue that aborts
     choices: Sequence[Mapping[str, Any]] = schema.get("oneOf", ())
-    if choices and _continues(out[before:]):
+    if choices and (len(out) == before or _continues(out[before:])):
         held = [all(n in value for n in c.get("required", ())) for c in choices]
         if held.count(True) != 1:
             names = " and ".join(n for c in choices for n in c.get("required", ()))
@@ -178,6 +194,8 @@ def _object(
 def issues(schema: Mapping[str, Any], value: Any) -> list[Issue]:
     """Every issue Zod 4 finds in ``value`` against the schema ``schema`` was made from,
     in Zod's order (properties in declared order, an array's items before its length)."""
+    if _passes(schema)(value):  # most arguments have none: no walk naming each path
+        return []
     out: list[Issue] = []
     _check(schema, value, (), out)
     return out
@@ -193,6 +211,108 @@ def stripped(schema: Mapping[str, Any], value: Any) -> Any:
     if isinstance(value, list) and "properties" in schema.get("items", {}):
         return [stripped(schema["items"], item) for item in value]
     return value  # nothing in it can be stripped: a scalar, a record, a list of those
+
+
+# ----- the same checks, compiled: whether there is any issue, not which -----
+
+Passes = Callable[[Any], bool]
+
+#: Each schema's ``Passes``, by identity: a tool's schema is made once and never changed.
+_COMPILED: dict[int, tuple[Mapping[str, Any], Passes]] = {}
+
+
+def _passes(schema: Mapping[str, Any]) -> Passes:
+    """A predicate that is True only where ``_check`` finds no issue (False: look)."""
+    held = _COMPILED.get(id(schema))
+    if held is not None and held[0] is schema:
+        return held[1]
+    if len(_COMPILED) > 1024:  # schemas made on the fly: keep no more than the tools'
+        _COMPILED.clear()
+    passes = _compile(schema)
+    _COMPILED[id(schema)] = (schema, passes)
+    return passes
+
+
+def _never(_: Any) -> bool:
+    return False
+
+
+def _compile(schema: Mapping[str, Any]) -> Passes:
+    """``_check``'s tests, each decided once for the schema, in a closure per node."""
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind not in _EXPECTED:
+        return _never  # what _check makes of such a schema is its own business
+    if "enum" in schema:
+        options = schema["enum"]
+        return lambda value: value in options and _is_type(kind, value)
+    expected = _EXPECTED[kind] if isinstance(kind, str) else None
+    within = _compile_kind(schema, kind)
+
+    def passes(value: Any) -> bool:
+        if expected is not None and received(value) != expected:
+            return False
+        return within is None or within(value)
+
+    return passes
+
+
+def _compile_kind(schema: Mapping[str, Any], kind: Any) -> Passes | None:
+    if kind in ("integer", "number"):
+        return _compile_number(schema)
+    if kind == "array":
+        return _compile_array(schema)
+    if kind == "object" and "properties" in schema:
+        return _compile_object(schema)
+    return None
+
+
+def _compile_number(schema: Mapping[str, Any]) -> Passes:
+    integer = schema.get("type") == "integer"
+    low: Any = schema.get("minimum")
+    high: Any = schema.get("maximum")
+    has_low, has_high = "minimum" in schema, "maximum" in schema
+
+    def passes(value: float) -> bool:
+        if integer and (
+            (isinstance(value, float) and not value.is_integer()) or abs(value) > MAX_SAFE_INTEGER
+        ):
+            return False
+        return not ((has_low and value < low) or (has_high and value > high))
+
+    return passes
+
+
+def _compile_array(schema: Mapping[str, Any]) -> Passes:
+    items = _passes(schema["items"]) if "items" in schema else None
+    most: Any = schema.get("maxItems")
+    least: Any = schema.get("minItems")
+    has_most, has_least = "maxItems" in schema, "minItems" in schema
+
+    def passes(value: list[Any]) -> bool:
+        if items is not None and not all(items(item) for item in value):
+            return False
+        return not ((has_most and len(value) > most) or (has_least and len(value) < least))
+
+    return passes
+
+
+def _compile_object(schema: Mapping[str, Any]) -> Passes:
+    required = schema.get("required", ())
+    fields = [
+        (name, _passes(field), name in required) for name, field in schema["properties"].items()
+    ]
+    choices = [tuple(c.get("required", ())) for c in schema.get("oneOf", ())]
+
+    def passes(value: Mapping[str, Any]) -> bool:
+        for name, field, needed in fields:
+            if name in value:
+                if not field(value[name]):
+                    return False
+            elif needed:
+                return False
+        return not choices or sum(all(n in value for n in names) for names in choices) == 1
+
+    return passes
 
 
 def message(found: Sequence[Issue]) -> str:

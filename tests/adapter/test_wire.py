@@ -10,6 +10,8 @@ import sys
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from adapter import ContextQClient, wire
 from fake_contextq import FakeContextQ
@@ -116,3 +118,28 @@ def test_route_table_names_are_unique_and_scopes_are_known() -> None:
 def test_a_route_path_without_its_parameter_is_a_clear_error() -> None:
     with pytest.raises(TypeError, match=r"get_context: /api/contexts/\{context_id\} needs"):
         wire.Routes.GET_CONTEXT.path()
+
+
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=4)
+)
+#: JSON as a Python caller may hand it: tuples for arrays, keys that are not strings, lone
+#: surrogates in text
+_json_ish = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.tuples(inner, inner),
+        st.dictionaries(st.one_of(st.text(max_size=3), st.integers()), inner, max_size=3),
+    ),
+    max_leaves=12,
+)
+
+
+@given(value=_json_ish, limit=st.integers(min_value=0, max_value=5))
+def test_well_formed_within_is_both_walks_in_one(value: Any, limit: int) -> None:
+    """What an MCP tool's arguments get on every call: the depth check and the well-formed
+    copy, in one walk that answers as the two do."""
+    within, well = wire.well_formed_within(value, limit)
+    assert within is not wire.nested_too_deep(value, limit)
+    assert well == (wire.well_formed_json(value) if within else None)

@@ -4,18 +4,21 @@ REST, on every store: each tool is one REST call, so a refusal is REST's own."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import httpx2
+import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant, _msgs
-from fake_contextq.mcp import McpToolError, SyncMcpClient, result_text
-from fake_contextq.service.tool_shapes import MCP_SAVE_DEFAULT_TYPE, mcp_save_title
+from fake_contextq.mcp import McpToolError, SyncMcpClient, check_arguments, result_text, zod
+from fake_contextq.mcp.server import Refused
+from fake_contextq.service import MCP_TOOLS
+from fake_contextq.service.tool_shapes import MCP_SAVE_DEFAULT_TYPE, McpTool, mcp_save_title
 from tests.support.helpers import context_body, fill
 
 pytestmark = pytest.mark.all_stores
@@ -338,6 +341,89 @@ def test_an_id_past_what_javascript_holds_is_refused_as_zod_refuses_it(mcp: Sync
     assert {(i["code"], i["maximum"]) for i in found} == {("too_big", 2**53 - 1)}
     assert mcp.call_tool("ctx_get", {"id": 2**53 - 1}).is_error  # REST's 404, no refusal
     assert "Input validation" not in result_text(mcp.call_tool("ctx_get", {"id": 2**53 - 1}))
+
+
+def _nested(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def test_arguments_nested_past_the_json_limit_are_refused_before_their_schema() -> None:
+    """Up to ``wire.MAX_JSON_DEPTH`` (the arguments' object is the first level) they go on,
+    made well-formed; one level more is one custom issue at the root, whatever else is
+    wrong (a parser that reads them stops there)."""
+    [tool] = [t for t in MCP_TOOLS if t.name == "ctx_update"]
+    at_limit = {"id": 1, "title": "a\ud800", "metadata": {"a": _nested(wire.MAX_JSON_DEPTH - 2)}}
+    assert check_arguments(tool, at_limit) == {**at_limit, "title": "a\ufffd"}
+    past = {"id": "one", "metadata": {"a": _nested(wire.MAX_JSON_DEPTH - 1)}}
+    with pytest.raises(Refused) as caught:
+        check_arguments(tool, past)
+    issue = {
+        "code": "custom",
+        "path": [],
+        "message": _msgs.MCP_TOO_DEEP.format(depth=wire.MAX_JSON_DEPTH),
+    }
+    problem = json.dumps([issue], indent=2)
+    bad = _msgs.MCP_BAD_ARGUMENTS.format(name="ctx_update", problem=problem)
+    assert str(caught.value) == _msgs.MCP_ERROR_OF.format(code=-32602, message=bad)
+
+
+_any_json = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-zod.MAX_SAFE_INTEGER, max_value=zod.MAX_SAFE_INTEGER),
+    st.floats(allow_nan=False, min_value=-1e15, max_value=1e15),
+    st.text(max_size=3),
+    st.just([]),
+    st.just({}),
+)
+
+
+def _near(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
+    """Values for ``schema``: of its shape, around its bounds, or anything else."""
+    kind, options = schema.get("type"), [_any_json]
+    if "enum" in schema:
+        options.append(st.sampled_from(schema["enum"]))
+    if kind == "string":
+        options.append(st.text(max_size=3))
+    if kind in ("integer", "number"):
+        low, high = schema.get("minimum", -5) - 2, schema.get("maximum", 5) + 2
+        options.append(st.integers(min_value=low, max_value=high))
+        options.append(st.floats(min_value=max(low, -1e15), max_value=min(high, 1e15)))
+    if kind == "array":
+        most = min(schema.get("maxItems", 2), 3) + 1
+        options.append(st.lists(_near(schema.get("items", {})), max_size=most))
+    if kind == "object":
+        fields = {n: _near(f) for n, f in schema.get("properties", {}).items()}
+        needed = set(schema.get("required", ()))
+        options.append(st.fixed_dictionaries({}, optional=fields))
+        given = {n: f for n, f in fields.items() if n in needed}
+        rest = {n: f for n, f in fields.items() if n not in needed}
+        options.append(st.fixed_dictionaries(given, optional=rest))
+    return st.one_of(options)
+
+
+def _as_read(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema as ``mcp.zod`` reads it: a ``type`` that is a list of types is none."""
+    read = {k: v for k, v in schema.items() if k != "type" or isinstance(v, str)}
+    if "items" in read:
+        read["items"] = _as_read(read["items"])
+    if "properties" in read:
+        read["properties"] = {n: _as_read(f) for n, f in read["properties"].items()}
+    return read
+
+
+@pytest.mark.parametrize("tool", MCP_TOOLS, ids=lambda t: t.name)
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_zod_finds_an_issue_exactly_where_json_schema_refuses(tool: McpTool, data: Any) -> None:
+    """Arguments with no issue pass on unwalked (most do), so whether there is one at all
+    is pinned here, against jsonschema reading the same schema."""
+    value = data.draw(_near(tool.input_schema))
+    refused = not jsonschema.Draft202012Validator(_as_read(tool.input_schema)).is_valid(value)
+    assert bool(zod.issues(tool.input_schema, value)) is refused
 
 
 def test_an_unknown_tool_is_an_error_result_as_mcpserver_answers_it(mcp: SyncMcpClient) -> None:

@@ -7,7 +7,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
 
 import httpx2
 import pytest
@@ -15,7 +17,8 @@ from mcp import StdioServerParameters
 
 from adapter import wire
 from fake_contextq import FakeContextQ, ServedFake, Tenant, _msgs
-from fake_contextq.mcp import McpToolError, SyncMcpClient
+from fake_contextq.http.transport import AsyncInProcessTransport
+from fake_contextq.mcp import McpToolError, Rest, SyncMcpClient, bound_server
 from fake_contextq.service import MCP_TOOLS, MCP_TOOLS_NOT_FAKED
 
 
@@ -98,6 +101,73 @@ def test_each_mcp_request_is_journaled_too_with_its_call_and_the_keys_tenant(
     assert "structuredContent" in entries[at].response_body.decode()
     [save] = [i for i, e in enumerate(entries) if e.path == "/api/contexts"]
     assert save < at  # recorded when it answered, inside the MCP call
+
+
+#: Tool calls whose REST requests carry what an encoding could get wrong (a path segment, a
+#: query and a body with spaces, reserved characters, non-ASCII text and a lone surrogate),
+#: and meet a dropped connection, an injected status and a delay past the read timeout.
+_ODD = "a b/é%.?#&=+"
+_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("ctx_save", {"content": "naïve \ud800 100%", "externalId": _ODD, "tags": [_ODD, "t"]}),
+    ("ctx_get", {"externalId": _ODD}),
+    ("ctx_get", {"id": 1}),  # dropped
+    ("ctx_list", {"tags": [_ODD], "type": "reference", "limit": 5}),
+    ("ctx_list", {"tags": [_ODD, "t"], "workspace": _ODD, "offset": 1}),
+    ("ctx_mocs", {"tag": _ODD, "offset": 0}),
+    ("ctx_search", {"query": _ODD, "limit": 3}),
+    ("ctx_import", {"contexts": [{"content": "x", "externalId": _ODD}]}),  # a 503
+    ("ctx_import", {"contexts": [{"content": "é", "externalId": _ODD}]}),
+    ("ctx_update", {"id": 1, "title": _ODD}),
+    ("ctx_get", {"id": 2}),  # past the read timeout
+    ("ctx_delete", {"id": 1}),
+    ("ctx_get", {"id": 1}),
+]
+
+#: What a journal entry says of a request and its answer (not when, nor how long it took).
+_JOURNALED = (
+    "method",
+    "path",
+    "query",
+    "status",
+    "tenant_id",
+    "fault",
+    "request_body",
+    "response_body",
+    "body_cut",
+)
+
+
+def _calls_made(fake: FakeContextQ, *, linked: bool) -> tuple[list[Any], list[Any]]:
+    """The answers to ``_CALLS`` and the journal they leave, the tools' REST calls made by
+    the transport straight (``Rest.link``) or through the httpx2 client on it."""
+    tenant = fake.create_tenant("acme")
+    key = fake.mint_key(tenant, wire.SCOPES)
+    transport = AsyncInProcessTransport(fake.service)
+    client = httpx2.AsyncClient(transport=transport, base_url=fake.base_url, timeout=0.05)
+    rest = Rest(client, wire.authorization(key), link=transport if linked else None)
+    fake.faults.inject("GET", "/api/contexts/1", drop=True)
+    fake.faults.inject("POST", "/api/contexts/import", status=503)
+    fake.faults.inject("GET", "/api/contexts/2", delay=0.5)
+    with SyncMcpClient(bound_server(rest)) as mcp:
+        results = [mcp.call_tool(name, args) for name, args in _CALLS]
+    answers = [(r.is_error, r.content, r.structured_content) for r in results]
+    journal = [[getattr(e, name) for name in _JOURNALED] for e in fake.journal]
+    return answers, journal
+
+
+def test_a_tool_reaches_rest_straight_as_its_http_client_would(
+    make_fake: Callable[..., FakeContextQ],
+) -> None:
+    """A tool's REST call handed to the fake's transport straight (``Rest.link``, as the
+    in-process and served MCP servers hand it) skips building an httpx2 request and response
+    but sends what they carried: the same journal, answers and tool errors."""
+    clock = lambda: datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)  # noqa: E731
+    straight = _calls_made(make_fake(clock=clock), linked=True)
+    through = _calls_made(make_fake(clock=clock), linked=False)
+    assert straight == through
+    answers, journal = straight
+    assert [is_error for is_error, _, _ in answers].count(True) == 4
+    assert len(journal) == len(_CALLS) + 1  # two tags: ctx_list also walks the first's pages
 
 
 def test_a_fault_on_the_mcp_endpoint_reaches_the_mcp_client(
