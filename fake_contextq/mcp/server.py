@@ -20,6 +20,7 @@ from adapter import wire
 from fake_contextq import _msgs
 from fake_contextq._version import __version__
 from fake_contextq.mcp import zod
+from fake_contextq.mcp.json_schema import listed
 from fake_contextq.mcp.tools import Rest, run_tool
 from fake_contextq.mcp.versions import SUPPORTED_PROTOCOL_VERSIONS, InitializeVersion
 from fake_contextq.service.operations import MCP_TOOLS
@@ -92,8 +93,8 @@ def tool_listing(tools: Sequence[McpTool] = MCP_TOOLS) -> list[types.Tool]:
         types.Tool(
             name=t.name,
             description=t.description,
-            input_schema=dict(t.input_schema),
-            output_schema=dict(t.output_schema),
+            input_schema=listed(t.input_schema, output=False),
+            output_schema=listed(t.output_schema, output=True),
             annotations=types.ToolAnnotations(
                 read_only_hint=t.scope == wire.READ,
                 destructive_hint=t.destructive,

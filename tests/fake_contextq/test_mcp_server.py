@@ -28,6 +28,25 @@ def served(fake: FakeContextQ) -> Iterator[ServedFake]:
         yield running
 
 
+def listed_dialect() -> str:
+    return "http://json-schema.org/draft-07/schema#"
+
+
+def test_an_output_schema_closes_each_declared_object_as_zod_output_does(
+    fake: FakeContextQ, key: str
+) -> None:
+    """Zod 4 lists an output schema with every object it declares closed, an input schema
+    open (unknown input keys are stripped, not refused); a free-form object stays open."""
+    with SyncMcpClient(fake.mcp_server(key)) as mcp:
+        tools = {t.name: t for t in mcp.list_tools()}
+    imported = tools["ctx_import"].output_schema
+    assert imported is not None and imported["additionalProperties"] is False
+    item = imported["properties"]["items"]["items"]
+    assert item["additionalProperties"] is False
+    assert "additionalProperties" not in item["properties"]["metadata"]
+    assert "additionalProperties" not in tools["ctx_import"].input_schema
+
+
 def test_the_tools_are_the_contracts_and_nothing_unmodelled_is_advertised(
     fake: FakeContextQ, key: str
 ) -> None:
@@ -35,7 +54,12 @@ def test_the_tools_are_the_contracts_and_nothing_unmodelled_is_advertised(
         tools = {t.name: t for t in mcp.list_tools()}
     assert list(tools) == [t.name for t in MCP_TOOLS]
     for contract in MCP_TOOLS:
-        assert tools[contract.name].input_schema == contract.input_schema
+        listed = dict(tools[contract.name].input_schema)
+        # the dialect Zod 4's toJSONSchema names, then the contract's schema as it is
+        assert listed.pop("$schema") == listed_dialect()
+        assert listed == contract.input_schema
+        output = tools[contract.name].output_schema
+        assert output is not None and output["$schema"] == listed_dialect()
         assert tools[contract.name].description == contract.description
     assert not set(tools) & set(MCP_TOOLS_NOT_FAKED)
     save = tools["ctx_save"].input_schema
