@@ -22,41 +22,44 @@ class _KeyRows(Protocol):
 class VerifiedKeys:
     """Which key row each presented key verified against, so bcrypt runs once per key per
     process, not per request (and not at all for a key this process minted: it is known
-    from its minting, as bcrypt would have found it). Only that row's id is kept, under
-    the sha256 of the key (the plaintext is kept nowhere); the row itself is read on every
-    request, so a revocation by any process sharing the database is seen at the next
-    request, which drops the entry."""
+    from its minting, as bcrypt would have found it). Only that row's id and bcrypt hash
+    are kept, under the sha256 of the key (the plaintext is kept nowhere); the row itself
+    is read on every request and must still hold that hash, so a revocation by any process
+    sharing the database is seen at the next request, and a row that went (a rolled-back
+    mint, a restored snapshot, another process's reset) and whose id a new key took never
+    answers for the old key: bcrypt hashes are salted, the new row's differs."""
 
     def __init__(self) -> None:
-        self._ids: dict[str, int] = {}
+        self._rows: dict[str, tuple[int, str]] = {}
 
-    def minted(self, plaintext: str, key_id: int) -> None:
-        """Know the key just stored under row ``key_id`` (its hash is of ``plaintext``)."""
-        self._ids[hashlib.sha256(plaintext.encode()).hexdigest()] = key_id
+    def minted(self, plaintext: str, key: ApiKey) -> None:
+        """Know the key just stored as ``key`` (whose hash is of ``plaintext``)."""
+        self._rows[hashlib.sha256(plaintext.encode()).hexdigest()] = (key.id, key.key_hash)
 
     def find(self, rows: _KeyRows, plaintext: str) -> ApiKey | None:
         digest = hashlib.sha256(plaintext.encode()).hexdigest()
         prefix = key_display_prefix(plaintext)
-        key_id = self._ids.get(digest)
-        if key_id is not None:
-            key = rows.key_by_id(key_id)
-            if key is not None and key.prefix == prefix and not key.revoked:
+        known = self._rows.get(digest)
+        if known is not None:
+            key = rows.key_by_id(known[0])
+            same = key is not None and key.key_hash == known[1] and key.prefix == prefix
+            if key is not None and same and not key.revoked:
                 return key
-            self._ids.pop(digest, None)
-            if key is not None and key.prefix == prefix:
+            self._rows.pop(digest, None)
+            if key is not None and same:
                 return key  # revoked: the caller refuses it
         for key in rows.keys_by_prefix(prefix):
             if key_matches(plaintext, key.key_hash):
                 if not key.revoked:
-                    self._ids[digest] = key.id
+                    self._rows[digest] = (key.id, key.key_hash)
                 return key
         return None
 
     def forget(self, plaintext: str) -> None:
-        self._ids.pop(hashlib.sha256(plaintext.encode()).hexdigest(), None)
+        self._rows.pop(hashlib.sha256(plaintext.encode()).hexdigest(), None)
 
     def clear(self) -> None:
-        self._ids.clear()
+        self._rows.clear()
 
 
 def new_key() -> str:

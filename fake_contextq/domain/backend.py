@@ -105,18 +105,16 @@ class ContextQBackend:
         plaintext = auth.new_key()
         with self.store.transaction():
             self.tenant(tenant_id)
-            key_id = self.store.next_id("api_key")
-            self.store.put_key(
-                r.ApiKey(
-                    id=key_id,
-                    tenant_id=tenant_id,
-                    key_hash=keys.hash_key(plaintext, rounds=keys.FAKE_BCRYPT_ROUNDS),
-                    prefix=keys.key_display_prefix(plaintext),
-                    scopes=held,
-                    created_at=self.clock(),
-                )
+            key = r.ApiKey(
+                id=self.store.next_id("api_key"),
+                tenant_id=tenant_id,
+                key_hash=keys.hash_key(plaintext, rounds=keys.FAKE_BCRYPT_ROUNDS),
+                prefix=keys.key_display_prefix(plaintext),
+                scopes=held,
+                created_at=self.clock(),
             )
-        self._verified.minted(plaintext, key_id)
+            self.store.put_key(key)
+        self._verified.minted(plaintext, key)
         return plaintext
 
     def revoke_key(self, plaintext: str) -> None:

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant, _msgs
-from fake_contextq.domain import keys
+from fake_contextq.domain import auth, keys
 from fake_contextq.domain.records import ApiKey
 from fake_contextq.stores.sql import SqlStore
 from tests.support.helpers import context_body
@@ -121,6 +121,28 @@ def test_a_key_minted_here_is_known_without_bcrypt(
     fake.revoke_key(key)
     with fake.client(key) as c:
         assert c.get("/api/contexts").json()["message"] == _msgs.REVOKED_KEY
+
+
+def test_a_known_key_whose_row_went_never_answers_for_the_row_that_took_its_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A minted key's row can go without this process dropping what it knows of it (a
+    snapshot restored, a mint rolled back, another process's reset); a new key that then
+    gets its id and, one time in 65,536, its display prefix must not let the old one in."""
+    fake = FakeContextQ()
+    first, second = fake.create_tenant("one"), fake.create_tenant("two")
+    before = fake.store.snapshot()
+    minted = iter(["sk_live_abcd" + "1" * 36, "sk_live_abcd" + "2" * 36])
+    monkeypatch.setattr(auth, "new_key", lambda: next(minted))
+    gone = fake.mint_key(first)
+    fake.store.restore(before)  # the row is gone; the mint is still known
+    kept = fake.mint_key(second)  # the same id, the same display prefix
+    with fake.client(gone) as c:
+        refused = c.get("/api/contexts")
+    assert (refused.status_code, refused.json()["message"]) == (401, _msgs.UNKNOWN_KEY)
+    with fake.client(kept) as c:
+        assert c.get("/api/contexts").status_code == 200
+    fake.close()
 
 
 def test_a_wrong_key_with_a_known_prefix_is_refused(fake: FakeContextQ, tenant: Tenant) -> None:
