@@ -204,13 +204,24 @@ def issues(schema: Mapping[str, Any], value: Any) -> list[Issue]:
 def stripped(schema: Mapping[str, Any], value: Any) -> Any:
     """What Zod's parse returns for a value it took: ``z.object`` drops the keys its shape
     does not declare, at every depth (an object schema without ``properties`` is a record,
-    kept whole). So a name the schema does not list never reaches the handler."""
+    kept whole). So a name the schema does not list never reaches the handler. A whole
+    number sent as ``5.0`` is the number 5, as to JavaScript (``z.number().int()`` takes it
+    and ``JSON.stringify`` writes ``5``)."""
+    if isinstance(value, float) and value.is_integer() and _integer(schema):
+        return int(value)
     if isinstance(value, dict) and "properties" in schema:
         fields = schema["properties"]
         return {k: stripped(fields[k], v) for k, v in value.items() if k in fields}
-    if isinstance(value, list) and "properties" in schema.get("items", {}):
-        return [stripped(schema["items"], item) for item in value]
+    items = schema.get("items")
+    walked = isinstance(items, Mapping) and ("properties" in items or _integer(items))
+    if isinstance(value, list) and walked:
+        return [stripped(items, item) for item in value]  # type: ignore[arg-type]
     return value  # nothing in it can be stripped: a scalar, a record, a list of those
+
+
+def _integer(schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    return kind == "integer" or (isinstance(kind, list) and "integer" in kind)
 
 
 # ----- the same checks, compiled: whether there is any issue, not which -----

@@ -96,6 +96,31 @@ def test_a_tool_error_carries_no_structured_content_to_check(fake: FakeContextQ,
     assert result_text(result).startswith("ContextQ 404 not_found:")
 
 
+def test_a_whole_number_sent_as_a_float_is_that_integer_as_to_javascript(
+    fake: FakeContextQ, key: str
+) -> None:
+    """``z.number().int()`` takes 5.0, and JavaScript holds it as 5: a path id, a body's
+    count and a list of ids all reach REST as integers, never as a fault of the tool."""
+    with SyncMcpClient(fake.mcp_server(key)) as mcp:
+        made = mcp.call_tool("ctx_save", {"content": "c", "title": "t"}).structured_content
+        assert made is not None
+        got = mcp.call_tool("ctx_get", {"id": float(made["id"])})
+        assert not got.is_error and got.structured_content == made
+        gone = mcp.call_tool("ctx_get", {"id": 404.0})
+        assert gone.is_error and result_text(gone).startswith("ContextQ 404 not_found:")
+        listed = mcp.call_tool("ctx_list", {"limit": 1.0})
+        assert not listed.is_error, result_text(listed)
+        half = mcp.call_tool("ctx_get", {"id": 1.5})
+        assert half.is_error and "Invalid input: expected int, received number" in result_text(half)
+    assert [e.path for e in fake.journal] == [
+        "/api/contexts",
+        f"/api/contexts/{made['id']}",
+        "/api/contexts/404",
+        "/api/contexts",
+    ]
+    assert fake.journal[-1].query == "limit=1"
+
+
 def test_ctx_get_says_its_one_of_in_its_schema(fake: FakeContextQ, key: str) -> None:
     with SyncMcpClient(fake.mcp_server(key)) as mcp:
         [get] = [t for t in mcp.list_tools() if t.name == "ctx_get"]
