@@ -30,10 +30,12 @@ from fake_contextq.domain.quota import DEFAULT_PLAN
 SCHEMA_VERSION = 3
 
 #: Older versions whose tables are a subset of this one's (each later version only added
-#: tables): a database of one is upgraded in place by creating the missing tables, so a
-#: dev stack's state survives an upgrade of the fake. Version 2 lacked the links, ingest
-#: jobs and saved searches.
-UPGRADES_FROM = frozenset({2})
+#: tables), with the tables added since: a database of one that holds every other table is
+#: upgraded in place by creating those, so a dev stack's state survives an upgrade of the
+#: fake. Version 2 lacked the links, ingest jobs and saved searches.
+UPGRADES_FROM: dict[int, frozenset[str]] = {
+    2: frozenset({"context_links", "ingest_jobs", "saved_searches"}),
+}
 
 #: The length of an embedding vector (``agent_lessons.embedding``).
 EMBEDDING_DIMENSIONS = 768

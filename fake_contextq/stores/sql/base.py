@@ -294,7 +294,15 @@ class SqlStore:
         if s.schema_version.name in existing:
             versions = list(conn.execute(sa.select(s.schema_version.c.version)).scalars())
             if len(versions) == 1 and versions[0] in s.UPGRADES_FROM:
-                return True
+                lacking = set(s.metadata.tables) - s.UPGRADES_FROM[versions[0]] - existing
+                if not lacking:
+                    return True
+                raise SchemaVersionError(
+                    f"{redacted_url(self.url)}: schema_version [{versions[0]}] but no "
+                    f"{', '.join(sorted(lacking)[:5])}{', ...' if len(lacking) > 5 else ''} "
+                    "table: this database was not made by fake-contextq, or is damaged; "
+                    "use another database"
+                )
             if versions != [s.SCHEMA_VERSION]:
                 if len(versions) == 1 and versions[0] < s.SCHEMA_VERSION:
                     advice = (

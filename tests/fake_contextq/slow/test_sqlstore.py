@@ -189,6 +189,21 @@ def test_a_version_2_database_is_upgraded_in_place_keeping_its_state(db_url: str
     engine.dispose()
 
 
+def test_a_lone_version_2_table_is_not_taken_for_a_fake_to_upgrade(tmp_path: Path) -> None:
+    """Only a database holding every table version 2 had is upgraded; one with a
+    schema_version of 2 and nothing else is refused untouched."""
+    url = f"sqlite:///{tmp_path / 'other.db'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE schema_version (version INTEGER PRIMARY KEY)")
+        conn.exec_driver_sql("INSERT INTO schema_version VALUES (2)")
+    with pytest.raises(SchemaVersionError, match=r"schema_version \[2\] but no .*not made by"):
+        SqlStore(url)
+    with engine.connect() as conn:
+        assert sa.inspect(conn).get_table_names() == ["schema_version"]
+    engine.dispose()
+
+
 def test_a_database_not_made_by_sqlstore_is_refused(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'other.db'}"
     engine = sa.create_engine(url)
