@@ -67,6 +67,7 @@ class FakeContextQ:
         embed: Embedder | None = None,
         llm: bool | Llm | Summariser | None = None,
         journal_keep: int | None = None,
+        journal_keep_bytes: int | None = None,
     ) -> None:
         """State lives in memory unless ``database_url`` (a SQLAlchemy URL such as
         ``sqlite:///path.db``) or a ready ``store`` says otherwise. ``embeddings=False``
@@ -77,7 +78,8 @@ class FakeContextQ:
         (``domain.llm.builtin_llm``), a callable gets each request's material
         (``domain.llm.LlmMaterial``) and returns the text, and the default (no provider)
         answers all four with 503, as a ContextQ without an LLM does. ``journal_keep``
-        bounds the journal to its newest entries (the default keeps every one)."""
+        bounds the journal to its newest entries and ``journal_keep_bytes`` the bodies
+        they hold (the defaults keep every one)."""
         if not embeddings:
             embedder = None
         elif embed is not None:
@@ -85,7 +87,7 @@ class FakeContextQ:
         else:
             embedder = hashing_embedder
         hook = server_llm(llm)
-        journal = Journal(journal_keep)  # refused before a store is made
+        journal = Journal(journal_keep, journal_keep_bytes)  # refused before a store is made
         self._made: SqlStore | None = None  # a store made here is closed with the fake
         if database_url is not None:
             if store is not None:
@@ -355,7 +357,7 @@ class FakeContextQ:
     def __repr__(self) -> str:
         return (
             f"<FakeContextQ: {len(self.tenants())} tenant(s), "
-            f"{len(self.journal)} request(s) served>"
+            f"{self.journal.served} request(s) served>"
         )
 
 

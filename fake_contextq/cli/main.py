@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 DEFAULT_HOST = "127.0.0.1"
 #: How many requests a served fake's journal keeps (a test's in-process fake keeps all).
 DEFAULT_JOURNAL_KEEP = 10_000
+DEFAULT_JOURNAL_KEEP_MIB = 64
 DEFAULT_PORT = 38200  # the dev stack's port, so CONTEXT_API_URL's default reaches the fake
 
 
@@ -118,12 +119,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--journal-keep",
-        type=_entries,
+        type=_count,
         default=DEFAULT_JOURNAL_KEEP,
         metavar="N",
         help="keep the newest N requests in the journal the dashboard and /_fake/journal "
-        f"show ({DEFAULT_JOURNAL_KEEP}; each keeps at most 64 KiB of each body), so a "
-        "long-running server stays small",
+        f"show ({DEFAULT_JOURNAL_KEEP}), so a long-running server stays small",
+    )
+    serve.add_argument(
+        "--journal-keep-mib",
+        type=_count,
+        default=DEFAULT_JOURNAL_KEEP_MIB,
+        metavar="M",
+        help="keep at most M MiB of request and answer bodies in the journal "
+        f"({DEFAULT_JOURNAL_KEEP_MIB}; each entry holds at most 64 KiB of each body)",
     )
     serve.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
@@ -263,22 +271,30 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _entries(text: str) -> int:
+def _count(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
         value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(
-            f"must be a whole number of requests above 0, not {text!r}"
-        )
+        raise argparse.ArgumentTypeError(f"must be a whole number above 0, not {text!r}")
     return value
+
+
+def _fake(args: argparse.Namespace, store: SqlStore | None = None) -> FakeContextQ:
+    """The fake, its journal bounded as asked."""
+    from fake_contextq.fake import FakeContextQ
+
+    return FakeContextQ(
+        store=store,
+        journal_keep=args.journal_keep,
+        journal_keep_bytes=args.journal_keep_mib << 20,
+    )
 
 
 def _open(args: argparse.Namespace) -> tuple[FakeContextQ, SqlStore | None, str]:
     """The fake, the store it was given (closed after it), and a phrase saying where its
     state lives; or SystemExit with one line."""
-    from fake_contextq.fake import FakeContextQ
 
     if args.memory:
         if args.lock_timeout is not None or args.durable:
@@ -287,7 +303,7 @@ def _open(args: argparse.Namespace) -> tuple[FakeContextQ, SqlStore | None, str]
                 f"fake-contextq: {option} applies to a database (--db or --database-url), "
                 "not to --memory"
             )
-        return FakeContextQ(journal_keep=args.journal_keep), None, "in memory"
+        return _fake(args), None, "in memory"
     url = args.database_url
     where = _redacted(url) if url is not None else ""
     if url is None:
@@ -305,7 +321,7 @@ def _open(args: argparse.Namespace) -> tuple[FakeContextQ, SqlStore | None, str]
 
         store = SqlStore(url, **options)
         durable = ", each commit on disk before it answers" if args.durable else ""
-        fake = FakeContextQ(store=store, journal_keep=args.journal_keep)
+        fake = _fake(args, store)
         return fake, store, f"state in {where}{durable}"
     except ModuleNotFoundError:
         raise  # a missing driver: serve() names the extra to install

@@ -316,7 +316,7 @@ async def home(request: Request) -> Response:
 
     rows, audit = await _read(bound, read)
     return _page(
-        request, "tenants.html", "tenants", rows=rows, audit=audit, requests=len(bound.journal)
+        request, "tenants.html", "tenants", rows=rows, audit=audit, requests=bound.journal.served
     )
 
 
@@ -470,6 +470,7 @@ async def journal(request: Request, bound: Viewer) -> Response:
         wanted=wanted,
         entries=entries,
         total=len(bound.journal),
+        requests_served=bound.journal.served,
         limit=SHOWN,
         limit_hit=len(entries) == SHOWN,
         events_url=events,

@@ -52,26 +52,44 @@ class JournalEntry:
 class Journal:
     """An append-only list of ``JournalEntry``, safe to read while requests run.
 
-    ``keep`` bounds it to the newest entries (a long-running served fake would otherwise
-    grow without end); None, the default for a test's fake, keeps every one. Entries keep
+    ``keep`` bounds it to the newest entries and ``keep_bytes`` the bodies they hold (a
+    long-running served fake would otherwise grow without end: each entry may hold twice
+    ``BODY_KEPT``); None, the default for a test's fake, keeps every one. Entries keep
     their numbers, so a number names the same request whether or not older ones left."""
 
-    def __init__(self, keep: int | None = None) -> None:
-        if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
-            raise ValueError(f"keep must be a positive number of entries or None, not {keep!r}")
-        self.keep = keep
-        self._entries: deque[JournalEntry] = deque(maxlen=keep)
+    def __init__(self, keep: int | None = None, keep_bytes: int | None = None) -> None:
+        self.keep = _bound("keep", keep, "entries")
+        self.keep_bytes = _bound("keep_bytes", keep_bytes, "bytes")
+        self._entries: deque[JournalEntry] = deque()
+        self._held = 0  # the bytes of the bodies kept
         self._lock = threading.Lock()
         self._numbers = itertools.count(1)
+        self._served = 0
         self._listeners: tuple[Listener, ...] = ()
 
     def next_number(self) -> int:
         """The number of the next request to be recorded (atomic under the GIL)."""
         return next(self._numbers)
 
+    @property
+    def served(self) -> int:
+        """How many requests were recorded since the fake began (kept or not, cleared or
+        not)."""
+        return self._served
+
     def record(self, entry: JournalEntry) -> None:
+        size = len(entry.request_body) + len(entry.response_body)
         with self._lock:
             self._entries.append(entry)
+            self._held += size
+            self._served += 1
+            keep, keep_bytes = self.keep, self.keep_bytes
+            while len(self._entries) > 1 and (
+                (keep is not None and len(self._entries) > keep)
+                or (keep_bytes is not None and self._held > keep_bytes)
+            ):
+                gone = self._entries.popleft()
+                self._held -= len(gone.request_body) + len(gone.response_body)
         for listener in self._listeners:  # none unless a dashboard page is open
             listener(entry)
 
@@ -88,18 +106,19 @@ class Journal:
         return unsubscribe
 
     def find(self, number: int) -> JournalEntry | None:
-        """The entry of that number, if it is still in the journal."""
+        """The entry of that number, if it is still in the journal. Every entry is looked
+        at: numbers are given when requests begin and entries added when they end, so a
+        slow request's entry follows quicker, later-numbered ones."""
         with self._lock:
             for entry in reversed(self._entries):
                 if entry.number == number:
                     return entry
-                if entry.number < number:
-                    break
         return None
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._held = 0
 
     def __iter__(self) -> Iterator[JournalEntry]:
         with self._lock:
@@ -177,3 +196,9 @@ class Journal:
 
     def __repr__(self) -> str:
         return f"<Journal of {len(self)} request(s)>"
+
+
+def _bound(name: str, value: int | None, unit: str) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name} must be a positive number of {unit} or None, not {value!r}")
+    return value

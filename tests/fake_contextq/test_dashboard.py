@@ -396,3 +396,17 @@ def test_the_live_journal_pushes_each_new_request_that_matches_and_ends_with_the
     [data] = [json.loads(line[5:]) for line in lines if line.startswith("data:")]
     assert (data["number"], data["target"], data["status"]) == (2, "/api/contexts/77", "404")
     assert "id: 2" in lines and "event: request" in lines
+
+
+def test_a_bounded_journal_says_how_many_were_served_beyond_those_kept() -> None:
+    with FakeContextQ(journal_keep=2) as fake:
+        with fake.client("sk_live_nope") as anonymous:
+            for _ in range(5):
+                anonymous.get("/api/contexts")
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        transport = InProcessTransport(fake.control_app(TOKEN))
+        with httpx2.Client(transport=transport, base_url="http://t", headers=headers) as ui:
+            journal = text_of(ui.get(PREFIX + "/journal").text)
+            tenants = text_of(ui.get(PREFIX).text)
+    assert "showing the newest 2 of 2 request(s); 5 served, the others no longer kept" in journal
+    assert "5 request(s) served" in tenants

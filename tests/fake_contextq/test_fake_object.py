@@ -14,7 +14,7 @@ import httpx2
 import pytest
 
 from fake_contextq import FakeContextQ, Tenant
-from fake_contextq.service.journal import BODY_KEPT
+from fake_contextq.service.journal import BODY_KEPT, Journal, JournalEntry
 from tests.support.helpers import context_body
 
 # ----- journal -----
@@ -388,6 +388,29 @@ def test_a_bounded_journal_keeps_the_newest_entries_under_their_numbers() -> Non
         assert [e.path for e in fake.journal[0:2]] == ["/api/contexts/3", "/api/contexts/4"]
         assert fake.journal.last.path == "/api/contexts/5" == fake.journal[-1].path
         assert fake.journal.find(1) is None and fake.journal.find(4) is fake.journal[1]
+
+
+def test_a_journal_bounded_by_bytes_keeps_the_newest_bodies_within_them() -> None:
+    with FakeContextQ(journal_keep_bytes=3_000) as fake, fake.client("sk_live_nope") as client:
+        for _ in range(6):
+            client.post("/api/contexts", content=b"x" * 1_000, headers={"content-type": "a/b"})
+            assert sum(len(e.request_body) + len(e.response_body) for e in fake.journal) <= 3_000
+        kept = [e.number for e in fake.journal]
+        assert kept[-1] == 6 and len(kept) < 6 and fake.journal.served == 6
+        assert repr(fake).endswith("6 request(s) served>")
+        fake.journal.clear()
+        client.post("/api/contexts", content=b"y" * 2_000, headers={"content-type": "a/b"})
+        assert [e.number for e in fake.journal] == [7]  # a clear gave its bytes back
+
+
+def test_a_journal_finds_an_entry_that_ended_after_later_numbered_ones() -> None:
+    journal = Journal()
+    first, second = journal.next_number(), journal.next_number()
+    journal.record(JournalEntry("GET", "/b", "", 200, None, 0.0, number=second))
+    journal.record(JournalEntry("GET", "/a", "", 200, None, 0.0, number=first))
+    found = journal.find(second)
+    assert found is not None and found.path == "/b"
+    assert journal.find(first) is not None
 
 
 @pytest.mark.parametrize("keep", [0, -1, True, 2.5, "10"])

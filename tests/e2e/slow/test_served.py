@@ -541,7 +541,8 @@ def test_lock_timeout_bounds_the_wait_for_a_held_database(tmp_path: Path) -> Non
         (("--lock-timeout", "soon"), "argument --lock-timeout: must be a number of seconds"),
         (("--memory", "--durable"), "fake-contextq: --durable applies to a database"),
         (("--memory", "--lock-timeout", "2"), "fake-contextq: --lock-timeout applies to a"),
-        (("--journal-keep", "0"), "argument --journal-keep: must be a whole number of requests"),
+        (("--journal-keep", "0"), "argument --journal-keep: must be a whole number above 0"),
+        (("--journal-keep-mib", "-1"), "argument --journal-keep-mib: must be a whole number"),
         (("--journal-keep", "lots"), "argument --journal-keep: must be a whole number"),
     ],
 )
