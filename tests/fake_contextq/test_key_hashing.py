@@ -18,6 +18,7 @@ from adapter import wire
 from fake_contextq import FakeContextQ, Tenant, _msgs
 from fake_contextq.domain import auth, keys
 from fake_contextq.domain.records import ApiKey
+from fake_contextq.stores.memory import MemoryStore
 from fake_contextq.stores.sql import SqlStore
 from tests.support.helpers import context_body
 
@@ -129,13 +130,14 @@ def test_a_known_key_whose_row_went_never_answers_for_the_row_that_took_its_id(
     """A minted key's row can go without this process dropping what it knows of it (a
     snapshot restored, a mint rolled back, another process's reset); a new key that then
     gets its id and, one time in 65,536, its display prefix must not let the old one in."""
-    fake = FakeContextQ()
+    store = MemoryStore()
+    fake = FakeContextQ(store=store)
     first, second = fake.create_tenant("one"), fake.create_tenant("two")
-    before = fake.store.snapshot()
+    before = store.snapshot()
     minted = iter(["sk_live_abcd" + "1" * 36, "sk_live_abcd" + "2" * 36])
     monkeypatch.setattr(auth, "new_key", lambda: next(minted))
     gone = fake.mint_key(first)
-    fake.store.restore(before)  # the row is gone; the mint is still known
+    store.restore(before)  # the row is gone; the mint is still known
     kept = fake.mint_key(second)  # the same id, the same display prefix
     with fake.client(gone) as c:
         refused = c.get("/api/contexts")
