@@ -293,10 +293,14 @@ class SqlStore:
             )
         if s.schema_version.name in existing:
             versions = list(conn.execute(sa.select(s.schema_version.c.version)).scalars())
-            if len(versions) == 1 and versions[0] in s.UPGRADES_FROM:
-                lacking = set(s.metadata.tables) - s.UPGRADES_FROM[versions[0]] - existing
+            known = len(versions) == 1 and (
+                versions[0] == s.SCHEMA_VERSION or versions[0] in s.UPGRADES_FROM
+            )
+            if known:
+                added = s.UPGRADES_FROM.get(versions[0], frozenset())
+                lacking = set(s.metadata.tables) - added - existing
                 if not lacking:
-                    return True
+                    return bool(versions[0] != s.SCHEMA_VERSION)
                 raise SchemaVersionError(
                     f"{redacted_url(self.url)}: schema_version [{versions[0]}] but no "
                     f"{', '.join(sorted(lacking)[:5])}{', ...' if len(lacking) > 5 else ''} "

@@ -189,15 +189,18 @@ def test_a_version_2_database_is_upgraded_in_place_keeping_its_state(db_url: str
     engine.dispose()
 
 
-def test_a_lone_version_2_table_is_not_taken_for_a_fake_to_upgrade(tmp_path: Path) -> None:
-    """Only a database holding every table version 2 had is upgraded; one with a
-    schema_version of 2 and nothing else is refused untouched."""
+@pytest.mark.parametrize("version", [2, s.SCHEMA_VERSION])
+def test_a_lone_schema_version_table_is_not_taken_for_a_fakes(tmp_path: Path, version: int) -> None:
+    """Only a database holding every table its version had is used (or upgraded); one with
+    a schema_version and nothing else is refused untouched."""
     url = f"sqlite:///{tmp_path / 'other.db'}"
     engine = sa.create_engine(url)
     with engine.begin() as conn:
         conn.exec_driver_sql("CREATE TABLE schema_version (version INTEGER PRIMARY KEY)")
-        conn.exec_driver_sql("INSERT INTO schema_version VALUES (2)")
-    with pytest.raises(SchemaVersionError, match=r"schema_version \[2\] but no .*not made by"):
+        conn.exec_driver_sql(f"INSERT INTO schema_version VALUES ({version})")
+    with pytest.raises(
+        SchemaVersionError, match=rf"schema_version \[{version}\] but no .*not made"
+    ):
         SqlStore(url)
     with engine.connect() as conn:
         assert sa.inspect(conn).get_table_names() == ["schema_version"]
