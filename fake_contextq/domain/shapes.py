@@ -430,31 +430,28 @@ def _context(*, create: bool, external_id_required: bool) -> Shape:
 
 CONTEXT_CREATE = _context(create=True, external_id_required=False)
 CONTEXT_UPDATE = _context(create=False, external_id_required=False)
-#: ``{"contexts": [...]}``, each a create body with an ``externalId`` of its own.
-BULK_UPSERT = Shape(
-    Items(
-        name="contexts",
-        required=True,
-        shape=_context(create=True, external_id_required=True),
-        min_items=1,
-        max_items=wire.BULK_MAX_ITEMS,
-        unique="externalId",
-        unique_message=_msgs.DUPLICATE_IN_BATCH,
+
+
+def _batch(*, external_id_required: bool, max_items: int) -> Shape:
+    """``{"contexts": [...]}`` of create bodies, no ``externalId`` twice."""
+    return Shape(
+        Items(
+            name="contexts",
+            required=True,
+            shape=_context(create=True, external_id_required=external_id_required),
+            min_items=1,
+            max_items=max_items,
+            unique="externalId",
+            unique_message=_msgs.DUPLICATE_IN_BATCH,
+        )
     )
-)
-#: ``ctx_import``'s ``{"contexts": [...]}``: create bodies whose ``externalId`` is optional
-#: (one given updates that context, as in a bulk upsert; none given creates one).
-IMPORT = Shape(
-    Items(
-        name="contexts",
-        required=True,
-        shape=_context(create=True, external_id_required=False),
-        min_items=1,
-        max_items=wire.IMPORT_MAX_ITEMS,
-        unique="externalId",
-        unique_message=_msgs.DUPLICATE_IN_BATCH,
-    )
-)
+
+
+#: A bulk upsert's batch: each create body with an ``externalId`` of its own.
+BULK_UPSERT = _batch(external_id_required=True, max_items=wire.BULK_MAX_ITEMS)
+#: ``ctx_import``'s batch: create bodies whose ``externalId`` is optional (one given
+#: updates that context, as in a bulk upsert; none given creates one).
+IMPORT = _batch(external_id_required=False, max_items=wire.IMPORT_MAX_ITEMS)
 #: A saved search: a name and the fields of a search body, each filter nullable (on an
 #: update, null drops it); a create needs the name and the query.
 SAVED_SEARCH_UPDATE = Shape(

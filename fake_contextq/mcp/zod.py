@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from fake_contextq import _msgs
+from fake_contextq.domain._validate import json_type_name
 from fake_contextq.service.tool_shapes import MCP_MAX_ID
 
 __all__ = ["MAX_SAFE_INTEGER", "issues", "message", "stripped"]
@@ -59,19 +60,7 @@ def received(value: Any) -> str:
     known = _RECEIVED_BY_TYPE.get(type(value))
     if known is not None:
         return known
-    if isinstance(value, _Undefined):
-        return "undefined"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+    return "undefined" if isinstance(value, _Undefined) else json_type_name(value)
 
 
 class _Undefined:
