@@ -4,7 +4,6 @@ through REST and MCP."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import httpx2
@@ -16,10 +15,7 @@ from adapter import wire
 from fake_contextq import FakeContextQ, Tenant, _msgs
 from fake_contextq.domain.chunking import chunk_content
 from fake_contextq.mcp import McpToolError, SyncMcpClient
-from tests.support.helpers import context_body, error, ok
-
-MakeContext = Callable[..., dict[str, Any]]
-
+from tests.support.helpers import MakeContext, context_body, error, ok
 
 # ----- the rule (pure) ------------------------------------------------------------------------
 

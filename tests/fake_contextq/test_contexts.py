@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -11,22 +10,9 @@ import pytest
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant, _msgs
-from tests.support.helpers import context_body
+from tests.support.helpers import SUMMARY_KEYS, MakeContext, context_body
 
 pytestmark = pytest.mark.all_stores
-
-MakeContext = Callable[..., dict[str, Any]]
-SUMMARY_KEYS = {
-    "id",
-    "workspace",
-    "type",
-    "title",
-    "tags",
-    "externalId",
-    "metadata",
-    "createdAt",
-    "updatedAt",
-}
 
 
 def external_segment(external_id: str) -> str:

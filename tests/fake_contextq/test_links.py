@@ -3,7 +3,7 @@ every store, and through MCP in-process."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx2
@@ -15,21 +15,9 @@ from fake_contextq import FakeContextQ, Tenant, _msgs
 from fake_contextq.domain.audit import PkmAction
 from fake_contextq.mcp import McpToolError, SyncMcpClient
 from fake_contextq.service import mcp_tool
+from tests.support.helpers import SUMMARY_KEYS, MakeContext
 
 pytestmark = pytest.mark.all_stores
-
-MakeContext = Callable[..., dict[str, Any]]
-SUMMARY_KEYS = {
-    "id",
-    "workspace",
-    "type",
-    "title",
-    "tags",
-    "externalId",
-    "metadata",
-    "createdAt",
-    "updatedAt",
-}
 
 
 def _output(name: str) -> Any:

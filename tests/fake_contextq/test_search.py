@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import httpx2
@@ -10,11 +9,9 @@ import pytest
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant
-from tests.support.helpers import context_body
+from tests.support.helpers import MakeContext, context_body
 
 pytestmark = pytest.mark.all_stores
-
-MakeContext = Callable[..., dict[str, Any]]
 
 
 def search(client: httpx2.Client, **body: Any) -> list[dict[str, Any]]:

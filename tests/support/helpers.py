@@ -10,6 +10,7 @@ import functools
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import httpx2
@@ -18,6 +19,15 @@ from fake_contextq import FakeContextQ
 
 if TYPE_CHECKING:
     from fake_anthropic import ScriptedModel
+
+
+#: A fixture that makes a context through REST and gives its JSON (``make_context``).
+MakeContext = Callable[..., dict[str, Any]]
+#: The fields of a context's summary (a list or search row: no ``content``), as the tests
+#: expect them, apart from the fake's renderer.
+SUMMARY_KEYS = frozenset(
+    {"id", "workspace", "type", "title", "tags", "externalId", "metadata", "createdAt", "updatedAt"}
+)
 
 
 @functools.cache
