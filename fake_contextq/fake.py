@@ -25,6 +25,7 @@ from fake_contextq.domain.records import (
     Principal,
     Tenant,
     Workspace,
+    detached,
 )
 from fake_contextq.domain.store import Store
 from fake_contextq.http._io import ASGIApp
@@ -139,7 +140,7 @@ class FakeContextQ:
         room for, so the next create is the 402), in bulk upserts of the API's largest
         batch, through the same rules as the API. Returns how many were added."""
         tenant_id = _tenant_id(tenant)
-        existing = len(self.contexts(tenant_id))
+        existing = len(self.backend.contexts(tenant_id))
         if count is None:
             limit = quota.context_limit(self.tenant(tenant_id).plan)
             if limit is None:
@@ -199,7 +200,7 @@ class FakeContextQ:
         tag = wire.well_formed(tag)
         workspace = None if workspace is None else wire.well_formed(workspace)
         files: dict[str, str] = {}
-        for c in self.contexts(tenant):
+        for c in self.backend.contexts(_tenant_id(tenant)):
             owner = decode_external_id(tag, c.external_id)
             if owner is None:
                 continue
@@ -222,11 +223,12 @@ class FakeContextQ:
         return self.backend.keys(_tenant_id(tenant))
 
     def contexts(self, tenant: TenantRef) -> list[Context]:
-        return self.backend.contexts(_tenant_id(tenant))
+        """The tenant's contexts in id order: copies, so a test may change them freely."""
+        return detached(self.backend.contexts(_tenant_id(tenant)))
 
     def context_json(self, tenant: TenantRef) -> list[dict[str, Any]]:
         """The tenant's contexts as the API would render them."""
-        return [render.context_json(c) for c in self.contexts(tenant)]
+        return [render.context_json(c) for c in self.backend.contexts(_tenant_id(tenant))]
 
     def workspaces(self, tenant: TenantRef) -> list[Workspace]:
         return self.backend.workspaces(_tenant_id(tenant))
@@ -237,8 +239,9 @@ class FakeContextQ:
 
     def agent_state(self, tenant: TenantRef) -> AgentState:
         """The tenant's Agent Memory Layer: ``.sessions`` (each ``.session``, its
-        ``.checkpoints`` by seq and its ``.tasks``), ``.lessons`` and ``.handoffs``."""
-        return self.backend.agent.state(_tenant_id(tenant))
+        ``.checkpoints`` by seq and its ``.tasks``), ``.lessons`` and ``.handoffs``; a copy,
+        as ``contexts``."""
+        return detached(self.backend.agent.state(_tenant_id(tenant)))
 
     def run_ingest_jobs(self) -> list[IngestJob]:
         """Run every unfinished ingest job (of every tenant) to its end now, as if each had

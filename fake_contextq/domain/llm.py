@@ -19,7 +19,7 @@ from adapter import wire
 from fake_contextq import _msgs
 from fake_contextq.domain.errors import ApiError
 from fake_contextq.domain.handoff import HandoffMaterial, Summariser, builtin_summariser
-from fake_contextq.domain.records import Context
+from fake_contextq.domain.records import Context, detached
 
 __all__ = [
     "DreamMaterial",
@@ -118,7 +118,7 @@ class ServerLlm:
     def write(self, material: LlmMaterial) -> str:
         what = _WHAT[type(material)]
         try:
-            text = self._write(material)
+            text = self._write(detached(material))  # the hook may change what it is given
         except Exception as exc:  # a provider failure is a 503, as upstream
             raise ApiError(
                 _msgs.LLM_UNAVAILABLE,

@@ -7,9 +7,20 @@ behind the model's back.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+
+
+def detached(value: _T) -> _T:
+    """A deep copy of records for code outside the fake (a test's assertions, an LLM
+    hook): a record is frozen, but its JSON fields (a context's ``metadata``, a
+    checkpoint's ``state``) are dicts a store may hand out again, so changing one in place
+    would change what the fake serves next."""
+    return copy.deepcopy(value)
 
 
 @dataclass(frozen=True, slots=True)
