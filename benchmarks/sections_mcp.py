@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx2
 from _http import expect
-from _measure import ameasure_interleaved
+from _measure import ameasure_interleaved, measure
 from _postgres import postgres_schema
 from _registry import Bench, Target, section
 
@@ -79,6 +79,7 @@ async def _pair(
             baseline=base,
             target=Target(max_ratio=3.0),
         )
+        await _client_check(bench, mcp, f"{label}: ", ("ctx_get", "ctx_get", {"id": 1}), base, n)
         await _pair_call(
             bench,
             mcp,
@@ -134,6 +135,42 @@ async def _pair_call(
         mcp_stats,
         baseline=base,
         target=Target(max_ratio=3.0),
+    )
+    await _client_check(bench, mcp, f"{label}: ", tool_call, base, counts[0])
+
+
+async def _client_check(
+    bench: Bench,
+    mcp: Any,
+    label: str,
+    tool_call: tuple[str, str, dict[str, Any]],
+    base: str,
+    n: int,
+) -> None:
+    """The part of a tools/call row that is the Python SDK client's own: it checks every
+    result against the tool's output schema with jsonschema (a validator compiled once,
+    ``best_match`` over its errors). Timed alone on the same result, so the report shows
+    how much of the MCP row is the client's rather than the fake's."""
+    from jsonschema import exceptions
+    from jsonschema.validators import validator_for
+
+    tool_name, tool, args = tool_call
+    listed = {t.name: t for t in (await mcp.list_tools()).tools}
+    schema = listed[tool].output_schema
+    content = (await mcp.call_tool(tool, args)).structured_content
+    validator = validator_for(schema)(schema)
+
+    def check() -> object:
+        error = exceptions.best_match(validator.iter_errors(content))
+        if error is not None:
+            raise RuntimeError(f"{label}{tool}: its result fails its schema: {error}")
+        return error
+
+    bench.add(
+        f"{label}the SDK client's output check of {tool_name} alone",
+        measure(check, n, max(n // 10, 1)),
+        baseline=base,
+        note="part of the MCP row above",
     )
 
 
