@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from adapter import wire
 from fake_contextq import _msgs
@@ -36,12 +36,22 @@ DEFAULT_JOURNAL_KEEP_MIB = 64
 DEFAULT_PORT = 38200  # the dev stack's port, so CONTEXT_API_URL's default reaches the fake
 
 
+#: what ``add_subparsers`` returns (its class is private to argparse)
+_Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fake-contextq", description="A strict, observable fake of ContextQ."
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _serve_parser(commands)
+    _mcp_parser(commands)
+    return parser
+
+
+def _serve_parser(commands: _Commands) -> None:
     serve = commands.add_parser(
         "serve",
         help="serve the fake over HTTP",
@@ -136,6 +146,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
     )
+
+
+def _mcp_parser(commands: _Commands) -> None:
     mcp = commands.add_parser(
         "mcp",
         help="ContextQ's MCP server on stdio, bridged to a ContextQ's REST API",
@@ -160,7 +173,6 @@ def _parser() -> argparse.ArgumentParser:
         help="the MCP protocol versions to negotiate among, newest first (default: the "
         "TypeScript SDK's, newest 2025-11-25); naming 2026-07-28 serves that era too",
     )
-    return parser
 
 
 def _versions(text: str) -> tuple[str, ...]:
