@@ -270,6 +270,13 @@ MCP_UNUSABLE = (
     "{what}. It may be no ContextQ (check CONTEXT_API_URL), or it failed."
 )
 MCP_ANSWER_NOT_JSON = "a body that is not JSON ({detail})"
+# [assumed] arguments holding NaN or Infinity (the SDK's JSON-RPC parser takes ``NaN``,
+# ``Infinity`` and ``1e400``): ContextQ's JSON.parse takes no NaN and Zod's z.number() no
+# Infinity, and no REST body can carry either, so nothing is sent
+MCP_NOT_JSON_NUMBER = (
+    "The arguments hold a number JSON cannot carry (NaN or Infinity): nothing was sent to "
+    "ContextQ at {url}."
+)
 MCP_ANSWER_TOO_LARGE = "a body of {size} bytes, over the {limit} bytes a tool reads"
 MCP_NOT_AN_ERROR_BODY = "{got} where ContextQ's error body was due"
 MCP_NOT_SUCCESS = "no answer to use (neither a success nor an error)"

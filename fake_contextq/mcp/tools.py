@@ -108,8 +108,12 @@ class Rest:
     ) -> tuple[int, bytes]:
         """The call through the client, its answer read no further than it may be long."""
         headers = {} if self.authorization is None else {"Authorization": self.authorization}
+        content = None
+        if body is not None:  # as httpx2's json= encodes it, a number it cannot refused
+            content = self._json_body(body)
+            headers["Content-Type"] = wire.JSON_MEDIA_TYPE
         async with self.client.stream(
-            route.method, target, params=dict(params or {}), json=body, headers=headers
+            route.method, target, params=dict(params or {}), content=content, headers=headers
         ) as response:
             status = response.status_code
             declared = response.headers.get("content-length", "")
@@ -137,9 +141,7 @@ class Rest:
         headers = {} if authorization is None else {"authorization": authorization}
         content = b""
         if body is not None:  # httpx2's encode_json, byte for byte
-            content = json.dumps(
-                body, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-            ).encode()
+            content = self._json_body(body)
             headers["content-length"] = str(len(content))
             headers["content-type"] = wire.JSON_MEDIA_TYPE
         elif route.method in ("POST", "PUT", "PATCH"):
@@ -152,6 +154,15 @@ class Rest:
         if len(raw) > MAX_ANSWER_BYTES:
             raise self._unusable(route, status, _too_large(len(raw)))
         return status, raw
+
+    def _json_body(self, body: Any) -> bytes:
+        """``body`` as httpx2's ``json=`` encodes it, or ``Unsendable`` for arguments that
+        held NaN or Infinity, which no JSON body can carry (``_msgs.MCP_NOT_JSON_NUMBER``)."""
+        try:
+            text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except ValueError:
+            raise Unsendable(_msgs.MCP_NOT_JSON_NUMBER.format(url=self.url)) from None
+        return text.encode()
 
     def _unusable(self, route: wire.Route, status: int, what: str) -> Unusable:
         return Unusable(self.url, route, status, what)
@@ -206,6 +217,10 @@ class Unusable(Exception):
                 url=url, method=route.method, path=route.template, status=status, what=what
             )
         )
+
+
+class Unsendable(Exception):
+    """Arguments no REST request can carry: the call is refused before it is sent."""
 
 
 class ToolError(Exception):
@@ -448,7 +463,7 @@ async def run_tool(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> types.
                 answer = await call(rest, tool, args)
     except ToolError as exc:
         return _failure(str(exc))
-    except (Unreachable, Unusable) as exc:
+    except (Unreachable, Unusable, Unsendable) as exc:
         return _failure(str(exc))
     except TimeoutError:
         text = _msgs.MCP_DEADLINE.format(url=rest.url, seconds=rest.deadline, tool=tool.name)

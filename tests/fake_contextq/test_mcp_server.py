@@ -194,6 +194,43 @@ def test_a_tool_reaches_rest_straight_as_its_http_client_would(
     assert len(journal) == len(_CALLS) + 1  # two tags: ctx_list also walks the first's pages
 
 
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "NaN", "Infinity"])
+@pytest.mark.parametrize("where", ["metadata", "limit"])
+def test_a_number_json_cannot_carry_is_a_tool_error_and_nothing_reaches_rest(
+    fake: FakeContextQ, served: ServedFake, key: str, number: str, where: str
+) -> None:
+    """The SDK's JSON-RPC parser takes ``NaN``, ``Infinity`` and ``1e400`` (infinite as a
+    float) where no REST body can carry them: the call was a JSON-RPC error with code 0
+    (``ValueError`` encoding the REST body, the SDK's traceback logged). Now a tool error
+    naming them, and nothing reaches REST, a nullable filter (``limit``) included, which
+    must not be sent as the null that drops it."""
+    with fake.client(key) as rest:
+        saved = rest.post("/api/saved-searches", json={"name": "s", "query": "q", "limit": 5})
+    assert saved.status_code == 201, saved.text
+    if where == "metadata":
+        call = f'"name": "ctx_save", "arguments": {{"content": "x", "metadata": {{"n": {number}}}}}'
+    else:
+        arguments = f'{{"id": {saved.json()["id"]}, "limit": {number}}}'
+        call = f'"name": "ctx_saved_searches_update", "arguments": {arguments}'
+    # written out: the number is none that Python's json module writes
+    body = f'{{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {{{call}}}}}'
+    headers = {
+        "Authorization": wire.authorization(key),
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+    before = len(fake.journal)
+    with httpx2.Client(headers=headers) as c:
+        answer = c.post(served.mcp_url, content=body)
+    assert answer.status_code == 200
+    result = answer.json()["result"]
+    assert result["isError"] is True
+    assert result["content"][0]["text"].startswith(_msgs.MCP_NOT_JSON_NUMBER.split("{")[0])
+    assert [e.path for e in fake.journal][before:] == ["/mcp"]
+    with fake.client(key) as rest:
+        assert rest.get(f"/api/saved-searches/{saved.json()['id']}").json()["limit"] == 5
+
+
 def test_a_fault_on_the_mcp_endpoint_reaches_the_mcp_client(
     fake: FakeContextQ, served: ServedFake, key: str
 ) -> None:

@@ -293,6 +293,11 @@ class SqlStore:
             )
         if s.schema_version.name in existing:
             versions = list(conn.execute(sa.select(s.schema_version.c.version)).scalars())
+            if not all(type(v) is int for v in versions):  # another tool's table: "1.2", null
+                raise SchemaVersionError(
+                    f"{redacted_url(self.url)}: schema_version {versions} holds no version "
+                    "number: this database was not made by fake-contextq; use another database"
+                )
             known = len(versions) == 1 and (
                 versions[0] == s.SCHEMA_VERSION or versions[0] in s.UPGRADES_FROM
             )

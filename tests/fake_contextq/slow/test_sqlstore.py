@@ -207,6 +207,28 @@ def test_a_lone_schema_version_table_is_not_taken_for_a_fakes(tmp_path: Path, ve
     engine.dispose()
 
 
+@pytest.mark.parametrize(
+    ("column", "version"),
+    [("TEXT", "'1.2.3'"), ("TEXT", "'2'"), ("INTEGER", "NULL"), ("REAL", "2.5")],
+)
+def test_a_schema_version_that_is_no_whole_number_is_refused_as_not_a_fakes(
+    tmp_path: Path, column: str, version: str
+) -> None:
+    """Another tool's ``schema_version`` table (a text version, a null) was a TypeError
+    comparing it with 3, not the SchemaVersionError a caller catches, and 2.5 was said to be
+    an older fake-contextq's; the database is left as it was either way."""
+    url = f"sqlite:///{tmp_path / 'other.db'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"CREATE TABLE schema_version (version {column})")
+        conn.exec_driver_sql(f"INSERT INTO schema_version VALUES ({version})")
+    with pytest.raises(SchemaVersionError, match="not made by fake-contextq"):
+        SqlStore(url)
+    with engine.connect() as conn:
+        assert sa.inspect(conn).get_table_names() == ["schema_version"]
+    engine.dispose()
+
+
 def test_a_database_not_made_by_sqlstore_is_refused(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'other.db'}"
     engine = sa.create_engine(url)
