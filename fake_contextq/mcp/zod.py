@@ -16,6 +16,7 @@ refused, so they are not issues here either: ``stripped`` drops them, as Zod's o
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -57,6 +58,8 @@ _RECEIVED_BY_TYPE: Final = {
 
 def received(value: Any) -> str:
     """Zod 4's name for what it got (``parsedType`` of its English locale)."""
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"  # and Infinity is a "number"
     known = _RECEIVED_BY_TYPE.get(type(value))
     if known is not None:
         return known
@@ -93,11 +96,25 @@ def _issue(path: Path, fields: Mapping[str, Any], text: str) -> Issue:
     return {**fields, "path": list(path), "message": text}
 
 
+def _not_null(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What ``z.X().nullable()`` checks a value other than null against: X alone (Zod 4's
+    nullable hands it to X, whose issues are the answer). A list of several other types
+    names no one Zod schema: it is left as it is, unchecked by type."""
+    others = [k for k in schema["type"] if k != "null"]
+    return {**schema, "type": others[0]} if len(others) == 1 else schema
+
+
 def _is_type(kind: Any, value: Any) -> bool:
     return not isinstance(kind, str) or received(value) == _EXPECTED[kind]
 
 
 def _number(schema: Mapping[str, Any], value: float, path: Path, out: list[Issue]) -> None:
+    if not math.isfinite(value):  # z.number() takes neither, and runs no check after
+        got = "NaN" if math.isnan(value) else "Infinity"
+        fields = {"expected": "number", "code": "invalid_type", "received": got}
+        text = _msgs.ZOD_INVALID_TYPE.format(expected="number", got=received(value))
+        out.append(_issue(path, fields, text))
+        return
     if schema.get("type") == "integer":
         if isinstance(value, float) and not value.is_integer():
             fields = {"expected": "int", "format": "safeint", "code": "invalid_type"}
@@ -133,11 +150,18 @@ def _sized(path: Path, big: bool, limit: int) -> Issue:
 
 def _check(schema: Mapping[str, Any], value: Any, path: Path, out: list[Issue]) -> None:
     kind = schema.get("type")
+    if isinstance(kind, list):
+        if value is None and "null" in kind:
+            return
+        schema = _not_null(schema)
+        kind = schema.get("type")
     if "enum" in schema:  # z.enum: one check, whatever the type
         if value not in schema["enum"] or not _is_type(kind, value):
             out.append(_not_an_option(schema, path))
         return
-    if isinstance(kind, str) and received(value) != _EXPECTED[kind]:
+    nan = isinstance(value, float) and math.isnan(value)  # a number to z.number()'s check
+    numeric_nan = nan and kind in ("integer", "number")
+    if isinstance(kind, str) and received(value) != _EXPECTED[kind] and not numeric_nan:
         out.append(_wrong_type(kind, value, path))
         return
     if kind in ("integer", "number"):
@@ -240,6 +264,10 @@ def _never(_: Any) -> bool:
 def _compile(schema: Mapping[str, Any]) -> Passes:
     """``_check``'s tests, each decided once for the schema, in a closure per node."""
     kind = schema.get("type")
+    if isinstance(kind, list) and (one := _not_null(schema)) is not schema:
+        nullable = "null" in kind
+        inner = _compile(one)
+        return lambda value: (nullable and value is None) or inner(value)
     if isinstance(kind, str) and kind not in _EXPECTED:
         return _never  # what _check makes of such a schema is its own business
     if "enum" in schema:
@@ -273,6 +301,8 @@ def _compile_number(schema: Mapping[str, Any]) -> Passes:
     has_low, has_high = "minimum" in schema, "maximum" in schema
 
     def passes(value: float) -> bool:
+        if not math.isfinite(value):
+            return False
         if integer and (
             (isinstance(value, float) and not value.is_integer()) or abs(value) > MAX_SAFE_INTEGER
         ):

@@ -202,8 +202,8 @@ def test_a_number_json_cannot_carry_is_a_tool_error_and_nothing_reaches_rest(
     """The SDK's JSON-RPC parser takes ``NaN``, ``Infinity`` and ``1e400`` (infinite as a
     float) where no REST body can carry them: the call was a JSON-RPC error with code 0
     (``ValueError`` encoding the REST body, the SDK's traceback logged). Now a tool error
-    naming them, and nothing reaches REST, a nullable filter (``limit``) included, which
-    must not be sent as the null that drops it."""
+    naming them (or, in a field Zod checks, Zod's refusal), and nothing reaches REST, a
+    nullable filter (``limit``) included, which must not be sent as the null that drops it."""
     with fake.client(key) as rest:
         saved = rest.post("/api/saved-searches", json={"name": "s", "query": "q", "limit": 5})
     assert saved.status_code == 201, saved.text
@@ -225,7 +225,21 @@ def test_a_number_json_cannot_carry_is_a_tool_error_and_nothing_reaches_rest(
     assert answer.status_code == 200
     result = answer.json()["result"]
     assert result["isError"] is True
-    assert result["content"][0]["text"].startswith(_msgs.MCP_NOT_JSON_NUMBER.split("{")[0])
+    text = result["content"][0]["text"]
+    if where == "metadata":  # a free object: no schema of Zod's looks inside
+        assert text.startswith(_msgs.MCP_NOT_JSON_NUMBER.split("{")[0])
+    else:  # z.number() refuses it: the input validation error of Zod 4's words
+        got = "NaN" if number == "NaN" else "Infinity"
+        named = "NaN" if number == "NaN" else "number"  # Zod's parsedType: Infinity is one
+        issue = {
+            "expected": "number",
+            "code": "invalid_type",
+            "received": got,
+            "path": ["limit"],
+            "message": f"Invalid input: expected number, received {named}",
+        }
+        assert text.startswith("MCP error -32602: Input validation error")
+        assert json.loads(text[text.index("[") :]) == [issue]
     assert [e.path for e in fake.journal][before:] == ["/mcp"]
     with fake.client(key) as rest:
         assert rest.get(f"/api/saved-searches/{saved.json()['id']}").json()["limit"] == 5
