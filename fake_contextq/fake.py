@@ -80,7 +80,7 @@ class FakeContextQ:
         (``domain.llm.LlmMaterial``) and returns the text, and the default (no provider)
         answers all four with 503, as a ContextQ without an LLM does. ``journal_keep``
         bounds the journal to its newest entries and ``journal_keep_bytes`` the bodies
-        they hold (the defaults keep every one)."""
+        and targets they hold (the defaults keep every one)."""
         if not embeddings:
             embedder = None
         elif embed is not None:

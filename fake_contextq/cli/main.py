@@ -140,8 +140,8 @@ def _serve_parser(commands: _Commands) -> None:
         type=_count,
         default=DEFAULT_JOURNAL_KEEP_MIB,
         metavar="M",
-        help="keep at most M MiB of request and answer bodies in the journal "
-        f"({DEFAULT_JOURNAL_KEEP_MIB}; each entry holds at most 64 KiB of each body)",
+        help="keep at most M MiB of request and answer bodies and request targets in the "
+        f"journal ({DEFAULT_JOURNAL_KEEP_MIB}; each entry holds at most 64 KiB of each body)",
     )
     serve.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]

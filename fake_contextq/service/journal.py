@@ -52,16 +52,17 @@ class JournalEntry:
 class Journal:
     """An append-only list of ``JournalEntry``, safe to read while requests run.
 
-    ``keep`` bounds it to the newest entries and ``keep_bytes`` the bodies they hold (a
-    long-running served fake would otherwise grow without end: each entry may hold twice
-    ``BODY_KEPT``); None, the default for a test's fake, keeps every one. Entries keep
-    their numbers, so a number names the same request whether or not older ones left."""
+    ``keep`` bounds it to the newest entries and ``keep_bytes`` the bodies and targets they
+    hold (a long-running served fake would otherwise grow without end: each entry may hold
+    twice ``BODY_KEPT``, and a target as long as the server takes); None, the default for
+    a test's fake, keeps every one. Entries keep their numbers, so a number names the same
+    request whether or not older ones left."""
 
     def __init__(self, keep: int | None = None, keep_bytes: int | None = None) -> None:
         self.keep = _bound("keep", keep, "entries")
         self.keep_bytes = _bound("keep_bytes", keep_bytes, "bytes")
         self._entries: deque[JournalEntry] = deque()
-        self._held = 0  # the bytes of the bodies kept
+        self._held = 0  # the size of the bodies and targets kept (``_size``)
         self._lock = threading.Lock()
         self._numbers = itertools.count(1)
         self._served = 0
@@ -78,7 +79,7 @@ class Journal:
         return self._served
 
     def record(self, entry: JournalEntry) -> None:
-        size = len(entry.request_body) + len(entry.response_body)
+        size = _size(entry)
         with self._lock:
             self._entries.append(entry)
             self._held += size
@@ -88,8 +89,7 @@ class Journal:
                 (keep is not None and len(self._entries) > keep)
                 or (keep_bytes is not None and self._held > keep_bytes)
             ):
-                gone = self._entries.popleft()
-                self._held -= len(gone.request_body) + len(gone.response_body)
+                self._held -= _size(self._entries.popleft())
         for listener in self._listeners:  # none unless a dashboard page is open
             listener(entry)
 
@@ -202,3 +202,8 @@ def _bound(name: str, value: int | None, unit: str) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise ValueError(f"{name} must be a positive number of {unit} or None, not {value!r}")
     return value
+
+
+def _size(entry: JournalEntry) -> int:
+    """What an entry holds that grows with the request: its bodies, its path and query."""
+    return len(entry.request_body) + len(entry.response_body) + len(entry.path) + len(entry.query)

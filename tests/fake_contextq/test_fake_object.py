@@ -403,6 +403,18 @@ def test_a_journal_bounded_by_bytes_keeps_the_newest_bodies_within_them() -> Non
         assert [e.number for e in fake.journal] == [7]  # a clear gave its bytes back
 
 
+def test_a_journal_bounded_by_bytes_counts_long_targets_too() -> None:
+    """A GET carries no body but may carry a query as long as the server takes: without
+    counting it, 10,000 such entries held about 160 MiB past a 64 MiB bound."""
+    query = "q=" + "x" * 2_000
+    with FakeContextQ(journal_keep_bytes=5_000) as fake, fake.client("sk_live_nope") as client:
+        for _ in range(6):
+            client.get(f"/api/contexts?{query}")
+        held = sum(len(e.path) + len(e.query) + len(e.response_body) for e in fake.journal)
+        assert held <= 5_000 and len(fake.journal) == 2
+        assert [e.number for e in fake.journal] == [5, 6]
+
+
 def test_a_journal_finds_an_entry_that_ended_after_later_numbered_ones() -> None:
     journal = Journal()
     first, second = journal.next_number(), journal.next_number()
