@@ -362,7 +362,12 @@ FORBIDDEN_TEXT_CHARS: Final = "\x00"
 
 def has_forbidden_char(text: str) -> bool:
     """[assumed] Whether ``text`` holds a character no string of a request may hold."""
-    return any(ch in text for ch in FORBIDDEN_TEXT_CHARS)
+    # a loop, not any() over a generator: every string of a body comes here, and the
+    # generator cost more than the substring tests
+    for ch in FORBIDDEN_TEXT_CHARS:  # noqa: SIM110
+        if ch in text:
+            return True
+    return False
 
 
 # [assumed] Bodies are read as UTF-8, as a JSON.parse server reading its body as UTF-8 text

@@ -152,6 +152,24 @@ class Issues:
             raise errors.ValidationFailed(self.items, self.message)
 
 
+def string_problem(
+    value: str, min_len: int = 0, max_len: int | None = None, max_bytes: int | None = None
+) -> str | None:
+    """What is wrong with a string field's value (its issue's message), or None. A message,
+    not an issue: the issue's path is built only for a value that has one."""
+    if wire.has_forbidden_char(value):
+        return _msgs.HAS_NUL
+    if len(value) < min_len:
+        return _msgs.TOO_SHORT.format(min=min_len)
+    if max_len is not None and len(value) > max_len:
+        return _msgs.TOO_LONG.format(max=max_len)
+    if max_bytes is not None and len(value) * 4 > max_bytes:
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > max_bytes:
+            return _msgs.TOO_MANY_BYTES.format(max=max_bytes, got=size)
+    return None
+
+
 class Reader:
     """Reads typed fields from one JSON object, recording issues under ``base`` path."""
 
@@ -204,34 +222,12 @@ class Reader:
         if not isinstance(value, str):
             self.expect(name, "string", value)
             return None
-        checked = self.check_string((*self.base, name), value, min_len, max_len, max_bytes)
-        if checked is not None and pattern is not None and not pattern.fullmatch(checked):
-            self.issues.add((*self.base, name), pattern_message)
+        problem = string_problem(value, min_len, max_len, max_bytes)
+        if problem is None and pattern is not None and not pattern.fullmatch(value):
+            problem = pattern_message
+        if problem is not None:
+            self.issues.add((*self.base, name), problem)
             return None
-        return checked
-
-    def check_string(
-        self,
-        path: tuple[str | int, ...],
-        value: str,
-        min_len: int = 0,
-        max_len: int | None = None,
-        max_bytes: int | None = None,
-    ) -> str | None:
-        if wire.has_forbidden_char(value):
-            self.issues.add(path, _msgs.HAS_NUL)
-            return None
-        if len(value) < min_len:
-            self.issues.add(path, _msgs.TOO_SHORT.format(min=min_len))
-            return None
-        if max_len is not None and len(value) > max_len:
-            self.issues.add(path, _msgs.TOO_LONG.format(max=max_len))
-            return None
-        if max_bytes is not None and len(value) * 4 > max_bytes:
-            size = len(value.encode("utf-8", "surrogatepass"))
-            if size > max_bytes:
-                self.issues.add(path, _msgs.TOO_MANY_BYTES.format(max=max_bytes, got=size))
-                return None
         return value
 
     def enum(self, name: str, options: Collection[str], *, required: bool = False) -> str | None:
@@ -262,15 +258,16 @@ class Reader:
             return None
         out: list[str] = []
         for i, item in enumerate(value):
-            path = (*self.base, name, i)
             if not isinstance(item, str):
-                self.issues.add(
-                    path, _msgs.EXPECTED.format(expected="string", received=json_type_name(item))
+                problem: str | None = _msgs.EXPECTED.format(
+                    expected="string", received=json_type_name(item)
                 )
-                continue
-            checked = self.check_string(path, item, min_item_len, max_item_len)
-            if checked is not None:
-                out.append(checked)
+            else:
+                problem = string_problem(item, min_item_len, max_item_len)
+            if problem is None:
+                out.append(item)
+            else:
+                self.issues.add((*self.base, name, i), problem)
         return tuple(out)
 
     def mapping(

@@ -62,32 +62,32 @@ def json_body(value: Any) -> bytes:
         return to_text(well_formed_json(value)).encode()
 
 
-def _summary(c: r.Context) -> dict[str, Any]:
-    return context_json(c, with_content=False)
+def _summary_body(c: r.Context) -> bytes:
+    return json_body(context_json(c, with_content=False))
 
 
-# A page splices its rows' kept text; a GET or a create keeps the last contexts asked for
-# (their text holds the content, so fewer of them).
-_SUMMARIES: Fragments[r.Context] = Fragments(_summary, 20_000)
-_CONTEXTS: Fragments[r.Context] = Fragments(context_json, 512)
+def _context_body(c: r.Context) -> bytes:
+    return json_body(context_json(c))
+
+
+# A page splices its rows' kept bytes; a GET or a create keeps the last contexts asked for
+# (their bytes hold the content, so fewer of them). Each is ``json_body`` of its dict, so a
+# lone surrogate is U+FFFD in it as in a body rendered whole.
+_SUMMARIES: Fragments[r.Context] = Fragments(_summary_body, 20_000)
+_CONTEXTS: Fragments[r.Context] = Fragments(_context_body, 512)
 
 
 def context_body(c: r.Context) -> bytes:
-    """``json_body(context_json(c))``, from the context's kept text when it has one."""
-    try:
-        return _CONTEXTS.text(c).encode()
-    except UnicodeEncodeError:
-        return json_body(context_json(c))
+    """``json_body(context_json(c))``, kept while the context lives."""
+    return _CONTEXTS.body(c)
 
 
 def page_body(page: r.Page) -> bytes:
-    """``json_body(page_json(page))``, spliced from the rows' kept text."""
+    """``json_body(page_json(page))``, spliced from the rows' kept bytes (compact JSON of a
+    list is its items' joined by commas)."""
     rest = to_text({"total": page.total, "limit": page.limit, "offset": page.offset})
-    items = ",".join([_SUMMARIES.text(c) for c in page.items])
-    try:
-        return f'{{"items":[{items}],{rest[1:]}'.encode()
-    except UnicodeEncodeError:
-        return json_body(page_json(page))
+    items = b",".join(_SUMMARIES.bodies(page.items))
+    return b'{"items":[' + items + b"]," + rest[1:].encode()
 
 
 def bulk_json(result: r.BulkResult) -> dict[str, Any]:

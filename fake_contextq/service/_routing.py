@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import unquote, unquote_to_bytes
 
 from adapter import wire
@@ -27,39 +28,37 @@ _SAME_AS = {"HEAD": "GET"}
 @dataclass(frozen=True, slots=True)
 class _Compiled:
     op: Operation
-    method: str
     parts: tuple[str, ...]
     prefix: str | None  # set for a template ending in the rest-of-path parameter
 
 
-@dataclass(frozen=True, slots=True)
-class Match:
-    """An operation and its path parameters as the router read them (percent-decoded)."""
+class Match(NamedTuple):
+    """An operation and its path parameters as the router read them (percent-decoded);
+    ``prefix``: its template's part before the rest-of-path parameter, if it ends in one."""
 
     op: Operation
     params: dict[str, str]
+    prefix: str | None = None
 
 
 class Router:
-    """The table's templates, compiled once."""
+    """The table's templates, compiled once, grouped by method (in the table's order)."""
 
     def __init__(self, operations: Sequence[Operation]) -> None:
-        self._routes: list[_Compiled] = []
+        self._routes: dict[str, list[_Compiled]] = {}
+        marker = "{" + REST_OF_PATH + "}"
         for op in operations:
             template = op.route.template
-            marker = "{" + REST_OF_PATH + "}"
             prefix = template[: -len(marker)] if template.endswith(marker) else None
-            self._routes.append(_Compiled(op, op.route.method, tuple(template.split("/")), prefix))
+            compiled = _Compiled(op, tuple(template.split("/")), prefix)
+            self._routes.setdefault(op.route.method, []).append(compiled)
 
     def match(self, method: str, path: str) -> Match | None:
-        method = _SAME_AS.get(method, method)
         segments: list[str] | None = None
-        for route in self._routes:
-            if route.method != method:
-                continue
+        for route in self._routes.get(_SAME_AS.get(method, method), ()):
             if route.prefix is not None:
                 if path.startswith(route.prefix):
-                    return Match(route.op, {REST_OF_PATH: path[len(route.prefix) :]})
+                    return Match(route.op, {REST_OF_PATH: path[len(route.prefix) :]}, route.prefix)
                 continue
             if segments is None:
                 segments = path.split("/")
@@ -122,10 +121,9 @@ def one_segment(match: Match, raw_path: str | None) -> bool:
     """Whether the rest-of-path parameter is one path segment as sent (``%2F`` is a '/'
     of the id; a bare '/' would be another path, which a ``:externalId`` router never
     matches)."""
-    if REST_OF_PATH not in match.params or raw_path is None:
+    if match.prefix is None or raw_path is None:
         return True
-    prefix = match.op.route.template[: -len("{" + REST_OF_PATH + "}")]
-    return wire.PATH_SEPARATOR not in raw_path[len(prefix) :]
+    return wire.PATH_SEPARATOR not in raw_path[len(match.prefix) :]
 
 
 def path_values(match: Match, raw_path: str | None) -> dict[str, str]:
@@ -135,16 +133,17 @@ def path_values(match: Match, raw_path: str | None) -> dict[str, str]:
     op = match.op
     if raw_path is None:
         return dict(match.params)
-    template = op.route.template
+    prefix = match.prefix
     values: dict[str, str] = {}
-    if REST_OF_PATH in match.params:
-        prefix = template[: -len("{" + REST_OF_PATH + "}")]
+    if prefix is not None:
         if raw_path.startswith(prefix):
             values[REST_OF_PATH] = url_text(raw_path[len(prefix) :], op.field_of(REST_OF_PATH))
         else:
             values[REST_OF_PATH] = match.params[REST_OF_PATH]
         return values
-    parts, segments = template.split("/"), raw_path.split("/")
+    if not match.params:
+        return values
+    parts, segments = op.route.template.split("/"), raw_path.split("/")
     for name, decoded in match.params.items():
         if len(parts) != len(segments):
             values[name] = decoded

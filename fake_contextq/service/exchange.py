@@ -34,9 +34,16 @@ class ReceivedBody:
 
     @classmethod
     def whole(cls, data: bytes, headers: Mapping[str, str]) -> ReceivedBody:
-        """A body that arrived in one piece (in-process), judged as a streamed one is."""
-        reader = BodyReader(headers)
-        return reader.refused or reader.feed(data) or reader.done()
+        """A body that arrived in one piece (in-process), judged as ``BodyReader`` judges a
+        streamed one fed it in one chunk (without a reader: every in-process request
+        comes here)."""
+        media = media_type(headers)
+        declared = declared_too_large(headers)
+        if declared is not None:
+            return cls(b"", media, declared)
+        if len(data) > wire.MAX_BODY_BYTES:
+            return cls(data[:KEPT_OF_REFUSED], media, streamed_too_large=len(data))
+        return cls(data, media)
 
     def checked(self) -> bytes:
         """The raw body, refusing oversized and non-JSON bodies the way Fastify does."""
@@ -70,9 +77,8 @@ class BodyReader:
         self.media = media_type(headers)
         self.parts: list[bytes] = []
         self.size = 0
-        declared = headers.get("content-length")
-        over = declared is not None and declared.isdigit() and int(declared) > wire.MAX_BODY_BYTES
-        self.refused = ReceivedBody(b"", self.media, int(declared)) if over and declared else None
+        declared = declared_too_large(headers)
+        self.refused = None if declared is None else ReceivedBody(b"", self.media, declared)
 
     def feed(self, chunk: bytes) -> ReceivedBody | None:
         """Take one chunk; the refusal once the body is over the limit (what was read is
@@ -87,6 +93,14 @@ class BodyReader:
 
     def done(self) -> ReceivedBody:
         return ReceivedBody(b"".join(self.parts), self.media)
+
+
+def declared_too_large(headers: Mapping[str, str]) -> int | None:
+    """The declared length of a body, when it is over the limit (the body is not read)."""
+    declared = headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > wire.MAX_BODY_BYTES:
+        return int(declared)
+    return None
 
 
 def media_type(headers: Mapping[str, str]) -> str:

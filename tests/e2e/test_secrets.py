@@ -13,7 +13,13 @@ from typing import Any
 import pytest
 
 import adapter
-from adapter import AsyncContextQClient, AsyncContextQMemoryTool, ContextQClient, ContextQMemoryTool
+from adapter import (
+    AsyncContextQClient,
+    AsyncContextQMemoryTool,
+    ContextQClient,
+    ContextQMemoryTool,
+    errors,
+)
 from adapter.errors import redact
 from contextq_conformance.targets import _client as conformance_client
 from contextq_fixtures import ContextQServer
@@ -61,6 +67,55 @@ def test_redact_leaves_ordinary_text_alone() -> None:
         "expected 'sk_live_' and 40 lowercase hex characters",
     ):
         assert redact(text) == text
+
+
+def _every_substitution(text: str) -> str:
+    """What ``redact`` did before it screened text for what its patterns need."""
+    for pattern, mask in (
+        (errors._URL_PASSWORD, rf"\1{errors.REDACTED}@"),
+        (errors._KEYWORD_PASSWORD, rf"\1{errors.REDACTED}"),
+        (errors._QUERY_SECRET, rf"\1{errors.REDACTED}"),
+        (errors._URL_FRAGMENT, rf"\1#{errors.REDACTED}"),
+        (errors._API_KEY, rf"\1{errors.REDACTED}"),
+    ):
+        text = pattern.sub(mask, text)
+    return text
+
+
+#: Every credential name the query pattern knows, in any case, and case-folded letters
+#: (the long s, the Kelvin sign) that an ignore-case pattern matches too.
+_NAMES = "key apikey token accesstoken auth authorization secret password passwd pwd sig"
+_QUERIES = [
+    f"{sep}{prefix}{name}=v4lue"
+    for sep in ("?", "&")
+    for prefix in ("", "x_", "a.")
+    for word in (*_NAMES.split(), "signature", "credential", "credentials")
+    for name in (
+        word,
+        word.upper(),
+        word.title(),
+        word.replace("s", "\u017f"),
+        word.replace("k", "\u212a"),
+    )
+]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        *DSNS,
+        *_QUERIES,
+        f"HTTP://U:{PW}@h/x",
+        "https://h/p#access_token=abc",
+        f"PgPassWord = '{PW}'",
+        f"key {KEY}",
+        "limit=50&offset=0",
+        "max_tokens=5",
+    ],
+)
+def test_the_screen_of_redact_skips_no_secret(text: str) -> None:
+    """A text the screen lets through unchanged holds nothing the patterns would mask."""
+    assert redact(text) == _every_substitution(text)
 
 
 def test_the_clients_and_tools_never_show_the_key(caplog: pytest.LogCaptureFixture) -> None:

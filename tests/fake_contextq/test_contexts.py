@@ -10,6 +10,7 @@ import pytest
 
 from adapter import wire
 from fake_contextq import FakeContextQ, Tenant, _msgs
+from fake_contextq.service.exchange import BodyReader, ReceivedBody
 from tests.support.helpers import SUMMARY_KEYS, MakeContext, context_body
 
 pytestmark = pytest.mark.all_stores
@@ -160,6 +161,29 @@ def test_a_body_over_the_request_limit_is_a_413(client: httpx2.Client) -> None:
     )
     assert response.status_code == 413
     assert response.json()["error"] == "payload_too_large"
+
+
+@pytest.mark.parametrize(
+    ("size", "declared"),
+    [
+        (0, None),
+        (10, "10"),
+        (wire.MAX_BODY_BYTES, None),
+        (wire.MAX_BODY_BYTES + 1, None),
+        (0, str(wire.MAX_BODY_BYTES + 5)),
+        (3, "not a number"),
+    ],
+)
+def test_a_whole_body_is_judged_as_one_read_in_one_chunk(size: int, declared: str | None) -> None:
+    """The in-process transports judge a body they hold whole as the served app judges the
+    same body streamed in one chunk: the same refusal, the same bytes kept."""
+    headers = {"content-type": "application/json; charset=utf-8"}
+    if declared is not None:
+        headers["content-length"] = declared
+    data = b"a" * size
+    reader = BodyReader(headers)
+    streamed = reader.refused or reader.feed(data) or reader.done()
+    assert ReceivedBody.whole(data, headers) == streamed
 
 
 # ----- external ids -----
