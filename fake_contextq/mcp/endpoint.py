@@ -10,7 +10,9 @@ the REST app unchanged.
 
 The SDK's transport (and the SDK itself, half a second of imports) starts with the first
 MCP request, in a task of its own that lives until the server shuts down: most servers,
-a test's or a developer's, never see one.
+a test's or a developer's, never see one. A POST of one JSON-RPC request it would answer
+statelessly with one JSON body is answered without building its per-request transport
+(``exchange.SingleExchange``), as that transport would answer it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import contextlib
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx2
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from fake_contextq.mcp.exchange import SingleExchange
     from fake_contextq.mcp.tools import Rest
 
 INTERNAL_BASE_URL = "http://contextq.internal"
@@ -65,6 +69,15 @@ def security_for(host: str) -> TransportSecuritySettings:
             allowed_origins=list(LOOPBACK_ORIGINS),
         )
     return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Mcp:
+    """The SDK's transport, running, and the stateless answer made without it (None when
+    the fake serves sessions: ``wire.MCP_STATELESS``)."""
+
+    manager: StreamableHTTPSessionManager
+    exchange: SingleExchange | None
 
 
 class McpEndpoint:
@@ -93,7 +106,7 @@ class McpEndpoint:
         self._rest = httpx2.AsyncClient(transport=transport, base_url=INTERNAL_BASE_URL)
         # and without building an httpx2 request and response for it (``Rest.link``)
         self._link = transport if isinstance(target, ContextQService) else None
-        self._manager: StreamableHTTPSessionManager | None = None
+        self._mcp: _Mcp | None = None
         self._runner: asyncio.Task[None] | None = None
         self._starting: asyncio.Lock | None = None
         self._stopping: asyncio.Event | None = None
@@ -112,39 +125,38 @@ class McpEndpoint:
         authorization = None if headers is None else headers.get("authorization")
         return Rest(self._rest, authorization, link=self._link)
 
-    async def _manager_started(self) -> StreamableHTTPSessionManager:
+    async def _started(self) -> _Mcp:
         """The SDK's transport, started on first use by a task that runs it until the
         server shuts down (its task group must be entered and left by one task)."""
-        if self._manager is not None:
-            return self._manager
+        if self._mcp is not None:
+            return self._mcp
         if self._starting is None:
             self._starting = asyncio.Lock()
         async with self._starting:
-            if self._manager is None:
-                ready: asyncio.Future[StreamableHTTPSessionManager] = (
-                    asyncio.get_running_loop().create_future()
-                )
+            if self._mcp is None:
+                ready: asyncio.Future[_Mcp] = asyncio.get_running_loop().create_future()
                 self._stopping = asyncio.Event()
                 self._runner = asyncio.create_task(self._run(ready, self._stopping))
-                self._manager = await ready
-        return self._manager
+                self._mcp = await ready
+        return self._mcp
 
-    async def _run(
-        self, ready: asyncio.Future[StreamableHTTPSessionManager], stopping: asyncio.Event
-    ) -> None:
+    async def _run(self, ready: asyncio.Future[_Mcp], stopping: asyncio.Event) -> None:
         try:
             from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+            from fake_contextq.mcp.exchange import SingleExchange
             from fake_contextq.mcp.server import build_server
 
+            server = build_server(self._rest_for, versions=self.versions)
             manager = StreamableHTTPSessionManager(
-                app=build_server(self._rest_for, versions=self.versions),
+                app=server,
                 json_response=True,
                 stateless=wire.MCP_STATELESS,
                 security_settings=security_for(self.host),
             )
             async with manager.run():
-                ready.set_result(manager)
+                exchange = SingleExchange(server, manager) if wire.MCP_STATELESS else None
+                ready.set_result(_Mcp(manager, exchange))
                 await stopping.wait()
         except BaseException as exc:
             if not ready.done():
@@ -157,7 +169,7 @@ class McpEndpoint:
         if self._runner is not None:
             with contextlib.suppress(Exception):
                 await self._runner
-        self._manager = self._runner = self._stopping = None
+        self._mcp = self._runner = self._stopping = None
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -213,13 +225,17 @@ class McpEndpoint:
         if refused is not None:  # REST's 401, its challenge included
             await refusal(scope, refused)(scope, receive, send)
             return
-        receive = await well_formed_body(scope, receive)  # read, so the journal shows it
+        buffered = await well_formed_body(scope, receive)  # read, so the journal shows it
         unsupported = _unsupported_version(scope, self.versions)
         if unsupported is not None:
-            await unsupported(scope, receive, send)
+            await unsupported(scope, buffered, send)
             return
-        manager = await self._manager_started()
-        await manager.handle_request(scope, receive, send)
+        mcp = await self._started()
+        if mcp.exchange is not None and await mcp.exchange.answer(
+            scope, buffered.body, buffered, send
+        ):
+            return
+        await mcp.manager.handle_request(scope, buffered, send)
 
 
 def _unsupported_version(scope: Scope, versions: Sequence[str]) -> ASGIApp | None:
@@ -260,7 +276,20 @@ def _is_mcp_client(scope: Scope) -> bool:
     return b"text/event-stream" in accept.lower()
 
 
-async def well_formed_body(scope: Scope, receive: Receive) -> Receive:
+class Buffered:
+    """A request's ``receive`` once its body has been read: the messages read, then the
+    server's own. ``body``: the whole body, when it was read to its end."""
+
+    def __init__(self, messages: list[Message], receive: Receive, body: bytes | None) -> None:
+        self._messages = messages
+        self._receive = receive
+        self.body = body
+
+    async def __call__(self) -> Message:
+        return self._messages.pop(0) if self._messages else await self._receive()
+
+
+async def well_formed_body(scope: Scope, receive: Receive) -> Buffered:
     """``receive`` for a request whose JSON body may escape a lone surrogate (``"\\ud800"``):
     JSON.parse, and so ContextQ's own MCP server, reads one, where the SDK's parser refuses
     the whole message. Such a body is handed on with each one U+FFFD, as REST stores it
@@ -268,13 +297,17 @@ async def well_formed_body(scope: Scope, receive: Receive) -> Receive:
     not JSON) is handed on unread."""
     messages: list[Message] = []
     size = 0
+    complete = False
     while True:
         message = await receive()
         messages.append(message)
         if message["type"] != "http.request":
             break
         size += len(message.get("body", b""))
-        if size > wire.MAX_BODY_BYTES or not message.get("more_body"):
+        if size > wire.MAX_BODY_BYTES:
+            break
+        if not message.get("more_body"):
+            complete = True
             break
     body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
     if size <= wire.MAX_BODY_BYTES and _SURROGATE_ESCAPE.search(body):
@@ -285,11 +318,8 @@ async def well_formed_body(scope: Scope, receive: Receive) -> Receive:
                 (k, str(len(well)).encode() if k == b"content-length" else v)
                 for k, v in scope.get("headers", ())
             ]
-
-    async def replay() -> Message:
-        return messages.pop(0) if messages else await receive()
-
-    return replay
+            body, complete = well, True
+    return Buffered(messages, receive, body if complete else None)
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
