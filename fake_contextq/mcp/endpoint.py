@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,6 +56,8 @@ if TYPE_CHECKING:
     from fake_contextq.mcp.tools import Rest
 
 INTERNAL_BASE_URL = "http://contextq.internal"
+
+logger = logging.getLogger(__name__)
 
 
 def security_for(host: str) -> TransportSecuritySettings:
@@ -144,7 +147,6 @@ class McpEndpoint:
         try:
             from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-            from fake_contextq.mcp.exchange import SingleExchange
             from fake_contextq.mcp.server import build_server
 
             server = build_server(self._rest_for, versions=self.versions)
@@ -155,7 +157,7 @@ class McpEndpoint:
                 security_settings=security_for(self.host),
             )
             async with manager.run():
-                exchange = SingleExchange(server, manager) if wire.MCP_STATELESS else None
+                exchange = _single_exchange(server, manager) if wire.MCP_STATELESS else None
                 ready.set_result(_Mcp(manager, exchange))
                 await stopping.wait()
         except BaseException as exc:
@@ -236,6 +238,19 @@ class McpEndpoint:
         ):
             return
         await mcp.manager.handle_request(scope, buffered, send)
+
+
+def _single_exchange(server: Any, manager: StreamableHTTPSessionManager) -> SingleExchange | None:
+    """The shortcut past the SDK's per-request transport, or None where the installed SDK
+    lacks the parts of it the shortcut uses (they are not all its public API): every
+    request then goes through the SDK's transport, slower, answering the same."""
+    try:
+        from fake_contextq.mcp.exchange import SingleExchange
+
+        return SingleExchange(server, manager)
+    except (ImportError, AttributeError) as exc:
+        logger.info("MCP requests go through the SDK's transport only: %s", exc)
+        return None
 
 
 def _unsupported_version(scope: Scope, versions: Sequence[str]) -> ASGIApp | None:

@@ -163,3 +163,30 @@ def test_a_single_request_is_answered_without_the_sdks_transport(
         answer = _post(served, key, body, headers)
         assert bool(made) is (what in _LEFT_TO_THE_SDK), (what, answer.text)
         made.clear()
+
+
+def test_an_sdk_without_the_shortcuts_parts_answers_through_its_transport(
+    fake: FakeContextQ, served: ServedFake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shortcut uses parts of the SDK that are not all its public API: where an SDK
+    lacks them, ``/mcp`` still answers every request, through the SDK's transport."""
+    import sys
+
+    from mcp.server import streamable_http
+
+    key = fake.mint_key(fake.tenants()[0], wire.SCOPES)
+    monkeypatch.setitem(sys.modules, "fake_contextq.mcp.exchange", None)  # ImportError
+    made: list[object] = []
+    transport = streamable_http.StreamableHTTPServerTransport
+
+    class Counted(transport):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            made.append(self)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr("mcp.server.streamable_http_manager.StreamableHTTPServerTransport", Counted)
+    call = _rpc("tools/call", {"name": "ctx_get", "arguments": {"id": 1}})
+    answer = _post(served, key, call, {})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["result"]["structuredContent"]["title"] == "A"
+    assert len(made) == 1
