@@ -139,9 +139,13 @@ class SingleExchange:
         return message if isinstance(message, JSONRPCRequest) else None
 
     def _within_limit(self, request: Request, body: bytes) -> bool:
-        """The manager's body limit, on the declared length and on the body."""
+        """The manager's body limit, on the declared length and on the body. A length of
+        anything but ASCII digits (``isdigit`` holds for ``²``, which ``int`` refuses) is the
+        SDK's to judge."""
         declared = request.headers.get("content-length")
-        if declared is not None and not (declared.isdigit() and int(declared) <= self.max_body):
+        if declared is not None and not (
+            declared.isascii() and declared.isdigit() and int(declared) <= self.max_body
+        ):
             return False
         return len(body) <= self.max_body
 

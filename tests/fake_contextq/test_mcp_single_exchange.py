@@ -4,9 +4,10 @@ the one the SDK's stateless transport gives."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import httpx2
@@ -190,3 +191,91 @@ def test_an_sdk_without_the_shortcuts_parts_answers_through_its_transport(
     assert answer.status_code == 200, answer.text
     assert answer.json()["result"]["structuredContent"]["title"] == "A"
     assert len(made) == 1
+
+
+async def _asgi_post(app: Any, headers: list[tuple[bytes, bytes]], body: bytes) -> list[Any]:
+    """What ``app`` (a served fake's, its lifespan running) sends for one POST to ``/mcp``,
+    less the ``date`` header: for a request that no HTTP server's parser lets through."""
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": wire.MCP_PATH,
+        "raw_path": wire.MCP_PATH.encode(),
+        "query_string": b"",
+        "headers": headers,
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 8000),
+    }
+    messages = [{"type": "http.request", "body": body, "more_body": False}]
+    sent: list[Any] = []
+
+    async def receive() -> dict[str, Any]:
+        if messages:
+            return messages.pop(0)
+        await asyncio.Event().wait()  # the client stays until answered
+        raise AssertionError
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            kept = sorted((k, v) for k, v in message["headers"] if k != b"date")
+            sent.append((int(message["status"]), kept))
+        else:
+            sent.append(message.get("body", b""))
+
+    await app(scope, receive, send)
+    return sent
+
+
+@pytest.mark.parametrize("declared", [b"\xb2", b"\xb9\xb2"])  # latin-1 superscript digits
+def test_a_content_length_int_cannot_read_is_the_sdks_to_answer(
+    fake: FakeContextQ, monkeypatch: pytest.MonkeyPatch, declared: bytes
+) -> None:
+    """A ``Content-Length`` of digits other than ASCII ones (``str.isdigit`` holds, ``int``
+    refuses; an HTTP server's parser refuses it, an ASGI caller need not): the SDK's body
+    limit ignores a length it cannot read and answers the body, so the shortcut must leave
+    it to the SDK rather than fail on it."""
+    key = fake.mint_key(fake.create_tenant("acme"), wire.SCOPES)
+    app = fake.served_app()
+    headers = [
+        (b"host", b"127.0.0.1:8000"),
+        (b"authorization", wire.authorization(key).encode()),
+        (b"accept", _JSON_AND_SSE.encode()),
+        (b"content-type", b"application/json"),
+        (b"mcp-protocol-version", b"2025-11-25"),
+        (b"content-length", declared),
+    ]
+    body = json.dumps(_rpc("ping")).encode()
+    answer = SingleExchange.answer
+
+    async def declined(self: SingleExchange, *args: Any) -> bool:
+        return False
+
+    async def both() -> tuple[list[Any], list[Any]]:
+        lifespan: asyncio.Queue[MutableMapping[str, Any]] = asyncio.Queue()
+        lifespan.put_nowait({"type": "lifespan.startup"})
+        started = asyncio.Event()
+
+        async def sent(message: MutableMapping[str, Any]) -> None:
+            started.set()
+
+        async def served() -> None:
+            await app({"type": "lifespan"}, lifespan.get, sent)
+
+        running = asyncio.create_task(served())
+        await started.wait()
+        try:
+            alone = await _asgi_post(app, list(headers), body)
+            monkeypatch.setattr(SingleExchange, "answer", declined)
+            by_sdk = await _asgi_post(app, list(headers), body)
+            monkeypatch.setattr(SingleExchange, "answer", answer)
+        finally:
+            lifespan.put_nowait({"type": "lifespan.shutdown"})
+            await running
+        return alone, by_sdk
+
+    alone, by_sdk = asyncio.run(both())
+    assert by_sdk[0][0] == 200, by_sdk
+    assert alone == by_sdk
