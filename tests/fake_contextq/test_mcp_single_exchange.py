@@ -166,17 +166,24 @@ def test_a_single_request_is_answered_without_the_sdks_transport(
         made.clear()
 
 
-def test_an_sdk_without_the_shortcuts_parts_answers_through_its_transport(
-    fake: FakeContextQ, served: ServedFake, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("sdk", ["lacking the parts", "an unchecked release"])
+def test_an_sdk_the_shortcut_cannot_trust_answers_through_its_transport(
+    fake: FakeContextQ, served: ServedFake, monkeypatch: pytest.MonkeyPatch, sdk: str
 ) -> None:
-    """The shortcut uses parts of the SDK that are not all its public API: where an SDK
-    lacks them, ``/mcp`` still answers every request, through the SDK's transport."""
+    """The shortcut uses parts of the SDK that are not all its public API and repeats its
+    transport's checks: on a release it was not held to the transport with, or one lacking
+    those parts, ``/mcp`` still answers every request, through the SDK's transport."""
     import sys
 
     from mcp.server import streamable_http
 
+    from fake_contextq.mcp import endpoint
+
     key = fake.mint_key(fake.tenants()[0], wire.SCOPES)
-    monkeypatch.setitem(sys.modules, "fake_contextq.mcp.exchange", None)  # ImportError
+    if sdk == "lacking the parts":
+        monkeypatch.setitem(sys.modules, "fake_contextq.mcp.exchange", None)  # ImportError
+    else:
+        monkeypatch.setattr(endpoint, "SHORTCUT_SDK_RELEASES", ("9.9.",))
     made: list[object] = []
     transport = streamable_http.StreamableHTTPServerTransport
 
