@@ -145,12 +145,10 @@ def test_each_answer_is_the_sdk_transports_own(
         assert answered.pop() is (what not in _LEFT_TO_THE_SDK), what
 
 
-def test_a_single_request_is_answered_without_the_sdks_transport(
-    fake: FakeContextQ, served: ServedFake, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _transports_made(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Each per-request transport the SDK's session manager builds from now on."""
     from mcp.server import streamable_http
 
-    key = fake.mint_key(fake.tenants()[0], wire.SCOPES)
     made: list[object] = []
     transport = streamable_http.StreamableHTTPServerTransport
 
@@ -160,6 +158,14 @@ def test_a_single_request_is_answered_without_the_sdks_transport(
             super().__init__(*args, **kwargs)
 
     monkeypatch.setattr("mcp.server.streamable_http_manager.StreamableHTTPServerTransport", Counted)
+    return made
+
+
+def test_a_single_request_is_answered_without_the_sdks_transport(
+    fake: FakeContextQ, served: ServedFake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = fake.mint_key(fake.tenants()[0], wire.SCOPES)
+    made = _transports_made(monkeypatch)
     for what, body, headers in _REQUESTS:
         answer = _post(served, key, body, headers)
         assert bool(made) is (what in _LEFT_TO_THE_SDK), (what, answer.text)
@@ -175,8 +181,6 @@ def test_an_sdk_the_shortcut_cannot_trust_answers_through_its_transport(
     those parts, ``/mcp`` still answers every request, through the SDK's transport."""
     import sys
 
-    from mcp.server import streamable_http
-
     from fake_contextq.mcp import endpoint
 
     key = fake.mint_key(fake.tenants()[0], wire.SCOPES)
@@ -184,15 +188,7 @@ def test_an_sdk_the_shortcut_cannot_trust_answers_through_its_transport(
         monkeypatch.setitem(sys.modules, "fake_contextq.mcp.exchange", None)  # ImportError
     else:
         monkeypatch.setattr(endpoint, "SHORTCUT_SDK_RELEASES", ("9.9.",))
-    made: list[object] = []
-    transport = streamable_http.StreamableHTTPServerTransport
-
-    class Counted(transport):  # type: ignore[misc,valid-type]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            made.append(self)
-            super().__init__(*args, **kwargs)
-
-    monkeypatch.setattr("mcp.server.streamable_http_manager.StreamableHTTPServerTransport", Counted)
+    made = _transports_made(monkeypatch)
     call = _rpc("tools/call", {"name": "ctx_get", "arguments": {"id": 1}})
     answer = _post(served, key, call, {})
     assert answer.status_code == 200, answer.text
