@@ -48,6 +48,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from fake_contextq.http._io import Receive, Scope, Send
+from fake_contextq.service.exchange import declared_length
 
 logger = logging.getLogger(__name__)
 
@@ -139,14 +140,12 @@ class SingleExchange:
         return message if isinstance(message, JSONRPCRequest) else None
 
     def _within_limit(self, request: Request, body: bytes) -> bool:
-        """The manager's body limit, on the declared length and on the body. A length of
-        anything but ASCII digits (``isdigit`` holds for ``²``, which ``int`` refuses) is the
-        SDK's to judge."""
-        declared = request.headers.get("content-length")
-        if declared is not None and not (
-            declared.isascii() and declared.isdigit() and int(declared) <= self.max_body
-        ):
-            return False
+        """The manager's body limit, on the declared length and on the body. A length
+        that is no number (``declared_length``) is the SDK's to judge."""
+        if "content-length" in request.headers:
+            declared = declared_length(request.headers)
+            if declared is None or declared > self.max_body:
+                return False
         return len(body) <= self.max_body
 
     async def _reply(

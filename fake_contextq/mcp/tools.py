@@ -23,6 +23,7 @@ from adapter import wire
 from fake_contextq import _msgs
 from fake_contextq.domain._validate import json_type_name
 from fake_contextq.mcp.masking import scrubbed, shown_url, url_secrets
+from fake_contextq.service.exchange import declared_length
 from fake_contextq.service.tool_shapes import MCP_SAVE_DEFAULT_TYPE, McpTool, mcp_save_title
 
 Answer = tuple[int, Any]
@@ -116,9 +117,9 @@ class Rest:
             route.method, target, params=dict(params or {}), content=content, headers=headers
         ) as response:
             status = response.status_code
-            declared = response.headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > MAX_ANSWER_BYTES:
-                raise self._unusable(route, status, _too_large(int(declared)))
+            declared = declared_length(response.headers)
+            if declared is not None and declared > MAX_ANSWER_BYTES:
+                raise self._unusable(route, status, _too_large(declared))
             raw = bytearray()
             async for chunk in response.aiter_bytes():
                 raw += chunk

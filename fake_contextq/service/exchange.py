@@ -95,12 +95,19 @@ class BodyReader:
         return ReceivedBody(b"".join(self.parts), self.media)
 
 
+def declared_length(headers: Mapping[str, str]) -> int | None:
+    """A body's declared ``Content-Length``, or None when none is declared or it is no
+    number: ASCII digits only (``isdigit`` also holds for ``²``, which ``int`` refuses)."""
+    declared = headers.get("content-length")
+    if declared is None or not (declared.isascii() and declared.isdigit()):
+        return None
+    return int(declared)
+
+
 def declared_too_large(headers: Mapping[str, str]) -> int | None:
     """The declared length of a body, when it is over the limit (the body is not read)."""
-    declared = headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > wire.MAX_BODY_BYTES:
-        return int(declared)
-    return None
+    declared = declared_length(headers)
+    return declared if declared is not None and declared > wire.MAX_BODY_BYTES else None
 
 
 def media_type(headers: Mapping[str, str]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import quote
 
@@ -172,6 +173,7 @@ def test_a_body_over_the_request_limit_is_a_413(client: httpx2.Client) -> None:
         (wire.MAX_BODY_BYTES + 1, None),
         (0, str(wire.MAX_BODY_BYTES + 5)),
         (3, "not a number"),
+        (3, "\u00b2\u00b3"),  # isdigit() holds, int() refuses
     ],
 )
 def test_a_whole_body_is_judged_as_one_read_in_one_chunk(size: int, declared: str | None) -> None:
@@ -184,6 +186,21 @@ def test_a_whole_body_is_judged_as_one_read_in_one_chunk(size: int, declared: st
     reader = BodyReader(headers)
     streamed = reader.refused or reader.feed(data) or reader.done()
     assert ReceivedBody.whole(data, headers) == streamed
+
+
+def test_a_content_length_of_other_digits_is_no_length(fake: FakeContextQ, key: str) -> None:
+    """A raw ``Content-Length`` of latin-1 digits (``\xb2\xb3``: ``isdigit`` holds, ``int``
+    refuses) raised out of the in-process transport; it is read as no length at all, and
+    the body is judged as it is."""
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"authorization", wire.authorization(key).encode()),
+        (b"content-length", b"\xb2\xb3"),
+    ]
+    body = json.dumps(context_body()).encode()
+    request = httpx2.Request("POST", f"{fake.base_url}/api/contexts", content=body, headers=headers)
+    answer = fake.transport().handle_request(request)
+    assert answer.status_code == 201, answer.read()
 
 
 # ----- external ids -----
