@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -413,14 +414,9 @@ def nested_too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
 
 def well_formed_json(value: Any) -> Any:
     """[assumed] ``value`` (JSON data) with every string, keys included, at any depth
-    ``well_formed``. For JSON already held to ``MAX_JSON_DEPTH``: the recursion is bounded."""
-    if isinstance(value, str):
-        return well_formed(value)
-    if isinstance(value, Mapping):
-        return {well_formed(str(k)): well_formed_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [well_formed_json(v) for v in value]
-    return value
+    ``well_formed``. For JSON already held to ``MAX_JSON_DEPTH``: the recursion is bounded
+    (``well_formed_within``'s walk, with no limit of its own)."""
+    return _well_formed_to(value, sys.maxsize)
 
 
 class _TooDeep(Exception):

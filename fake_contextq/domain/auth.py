@@ -34,10 +34,10 @@ class VerifiedKeys:
 
     def minted(self, plaintext: str, key: ApiKey) -> None:
         """Know the key just stored as ``key`` (whose hash is of ``plaintext``)."""
-        self._rows[hashlib.sha256(plaintext.encode()).hexdigest()] = (key.id, key.key_hash)
+        self._rows[_digest(plaintext)] = (key.id, key.key_hash)
 
     def find(self, rows: _KeyRows, plaintext: str) -> ApiKey | None:
-        digest = hashlib.sha256(plaintext.encode()).hexdigest()
+        digest = _digest(plaintext)
         prefix = key_display_prefix(plaintext)
         known = self._rows.get(digest)
         if known is not None:
@@ -56,10 +56,16 @@ class VerifiedKeys:
         return None
 
     def forget(self, plaintext: str) -> None:
-        self._rows.pop(hashlib.sha256(plaintext.encode()).hexdigest(), None)
+        self._rows.pop(_digest(plaintext), None)
 
     def clear(self) -> None:
         self._rows.clear()
+
+
+def _digest(plaintext: str) -> str:
+    """What a key is known by in ``VerifiedKeys`` (one spelling, or a key minted under one
+    name would be looked up under another)."""
+    return hashlib.sha256(plaintext.encode()).hexdigest()
 
 
 def new_key() -> str:

@@ -105,12 +105,12 @@ class ServedApi:
         in-memory store, and a lone read on a store whose reads never wait."""
         executor = self.bound.executor
         service = self.service
-        if executor is None:
-            return exchange.finish(service.answer)
-        if self.bound.reads_in_place:
-            lone = service.lone_read(exchange.request)
-            if lone is not None:
-                return exchange.finish(lone)
+        threaded, reads_in_place = executor is not None, self.bound.reads_in_place
+        in_place = service.in_place(
+            exchange.request, threaded=threaded, reads_in_place=reads_in_place
+        )
+        if in_place is not None:
+            return exchange.finish(in_place)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(executor, exchange.finish, service.answer)
 

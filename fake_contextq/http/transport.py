@@ -160,9 +160,9 @@ class AsyncInProcessTransport(httpx2.AsyncBaseTransport):
         ``request`` is what the httpx2 errors name (None: a plain ``exchange``)."""
         exchange = service.begin(asked)
         executor = self._executor
-        in_place: Callable[[Request], Answer] | None = service.answer if executor is None else None
-        if in_place is None and self._reads_in_place:
-            in_place = service.lone_read(exchange.request)
+        in_place = service.in_place(
+            exchange.request, threaded=executor is not None, reads_in_place=self._reads_in_place
+        )
         try:
             if in_place is not None and not exchange.delay:  # nothing to wait for: no timeout
                 return exchange.finish(in_place)

@@ -96,6 +96,16 @@ class ContextQService:
             return None
         return lambda routed: self._answer(routed, found)
 
+    def in_place(
+        self, request: Request, *, threaded: bool, reads_in_place: bool
+    ) -> Callable[[Request], Answer] | None:
+        """How a transport answers ``request`` on its own thread, or None to hand it to the
+        store's threads: ``answer`` where the store has none (``threaded`` False: the
+        in-memory store), a lone read where the store's reads never wait."""
+        if not threaded:
+            return self.answer
+        return self.lone_read(request) if reads_in_place else None
+
     def _answer(self, request: Request, found: _routing.Match | None) -> Answer:
         try:
             if found is None:
