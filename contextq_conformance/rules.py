@@ -257,7 +257,8 @@ RULES: Final[dict[str, Rule]] = _rules(
     Rule(
         "mcp.import",
         "assumed",
-        "ctx_import (`contexts`: items as ctx_save's) lands every item, an `externalId` with it",
+        "ctx_import (`contexts`: items as ctx_save's) lands every item, an `externalId` with "
+        "it, and answers `created`, `updated` and the `ids` the items landed as, in order",
     ),
     Rule(
         "mcp.chunks",

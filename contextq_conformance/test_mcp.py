@@ -168,10 +168,13 @@ def test_an_import_of_two_contexts_lands_both(target: Target, tenant: Tenant) ->
         {"content": "Tuesdays only.", "title": "Deploy day", "externalId": "imp-1"},
         {"content": "Page the on-call.", "title": "Incidents", "type": "incident"},
     ]
-    result = mcp.call_tool("ctx_import", {"contexts": items})
-    text = result_text(result)
-    assert not result.is_error, text
+    answer = ok(mcp.call_tool("ctx_import", {"contexts": items}))
     landed = tenant.client.api.list_contexts()
     assert landed.total == 2
     assert sorted(c.title for c in landed.items) == ["Deploy day", "Incidents"]
-    assert tenant.client.api.get_context_by_external_id("imp-1").content == "Tuesdays only."
+    first = tenant.client.api.get_context_by_external_id("imp-1")
+    assert first.content == "Tuesdays only."
+    assert (answer.get("created"), answer.get("updated")) == (2, 0), answer
+    ids = answer.get("ids")
+    assert isinstance(ids, list) and len(ids) == 2 and ids[0] == first.id, answer
+    assert tenant.client.api.get_context(ids[1]).title == "Incidents"

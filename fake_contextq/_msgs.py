@@ -282,6 +282,7 @@ MCP_NOT_AN_ERROR_BODY = "{got} where ContextQ's error body was due"
 MCP_NOT_SUCCESS = "no answer to use (neither a success nor an error)"
 MCP_WRONG_KIND = "{got} where a JSON object was due"
 MCP_NOT_A_PAGE = "a list answer that is no page: {problem}"
+MCP_NOT_AN_IMPORT = "an import answer that is not one: {problem}"
 MCP_DEADLINE = (
     "The ContextQ at {url} did not finish answering {tool} within {seconds:g} s (the "
     "bridge's deadline for one tool call); nothing more was waited for."

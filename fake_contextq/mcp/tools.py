@@ -390,9 +390,35 @@ async def _save(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
 
 
 async def _import(rest: Rest, tool: McpTool, args: Mapping[str, Any]) -> Any:
-    """[assumed] Each item filled as ``ctx_save`` fills one, then one import."""
+    """[assumed] Each item filled as ``ctx_save`` fills one, then one import; the result
+    is the counts and the id each item landed as, in the order sent."""
     items = [_saved_item(item) for item in args["contexts"]]
-    return await _json(rest, tool.route, body=wire.bulk_body(items))
+    route = tool.route
+    answer = await rest.call(route, body=wire.bulk_body(items))
+    body = _ok(rest, route, answer)
+    try:
+        return _imported(body)
+    except KeyError as exc:
+        what = _msgs.MCP_NOT_AN_IMPORT.format(problem=f"no {exc.args[0]!r}")
+        raise Unusable(rest.url, route, answer[0], what) from None
+    except TypeError as exc:
+        what = _msgs.MCP_NOT_AN_IMPORT.format(problem=exc)
+        raise Unusable(rest.url, route, answer[0], what) from None
+
+
+def _imported(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The import's counts and each item's id; ``KeyError`` naming what is missing,
+    ``TypeError`` saying what is of the wrong kind."""
+    counts = {name: body[name] for name in ("created", "updated")}
+    rows = body["items"]
+    if not all(type(n) is int for n in counts.values()):
+        raise TypeError("a count that is not an integer")
+    if not isinstance(rows, list) or not all(isinstance(row, Mapping) for row in rows):
+        raise TypeError("items that are not a list of objects")
+    ids = [row["id"] for row in rows]
+    if not all(type(i) is int for i in ids):
+        raise TypeError("an id that is not an integer")
+    return {**counts, "ids": ids}
 
 
 def _by_id(path_name: str) -> Call:

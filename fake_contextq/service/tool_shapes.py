@@ -401,6 +401,19 @@ CTX_IMPORT: Final = Exposure(
         ["contexts"],
     ),
     "assumed",
+    # [assumed] the counts and the id each item landed as, in the order sent: not the
+    # contexts. A tool answers a model, which has just sent every content and would pay to
+    # read them all again; ctx_get reads one back. (The REST import answers the contexts;
+    # ctx_bulk_update answers as its REST twin, the shape it has always had.)
+    output_schema={
+        "type": "object",
+        "required": ["created", "updated", "ids"],
+        "properties": {
+            "created": {"type": "integer", "minimum": 0},
+            "updated": {"type": "integer", "minimum": 0},
+            "ids": {"type": "array", "items": {"type": "integer"}},
+        },
+    },
 )
 
 CTX_CHUNKS: Final = Exposure(

@@ -189,19 +189,34 @@ def test_50_concurrent_mcp_imports_land_exactly_what_the_plan_allows(
 # ----- through MCP ------------------------------------------------------------------------------
 
 
-def test_ctx_import_fills_items_as_ctx_save_and_answers_as_rest(
+def test_ctx_import_fills_items_as_ctx_save_and_answers_the_ids_in_order(
     fake: FakeContextQ, key: str, client: httpx2.Client
 ) -> None:
+    """The tool answers the counts and the id each item landed as, in the order sent, not
+    the contents the model has just sent; REST has the whole contexts."""
+    old = {"content": "old", "type": "project", "title": "Old", "externalId": "k"}
+    kept = ok(client.post(IMPORT, json={"contexts": [old]}))
     with SyncMcpClient(fake.mcp_server(key)) as mcp:
         answer = mcp.call(
             "ctx_import",
-            {"contexts": [{"content": "First line\nmore"}, {"content": "x", "type": "lesson"}]},
+            {
+                "contexts": [
+                    {"content": "First line\nmore"},
+                    {"content": "x", "type": "lesson", "externalId": "k"},
+                ]
+            },
         )
-    assert (answer["created"], answer["updated"]) == (2, 0)
-    first, second = answer["items"]
-    assert (first["type"], first["title"]) == (MCP_SAVE_DEFAULT_TYPE, "First line")
-    assert second["type"] == "lesson"
-    assert client.get(f"/api/contexts/{first['id']}").json() == first
+    assert set(answer) == {"created", "updated", "ids"}
+    assert (answer["created"], answer["updated"]) == (1, 1)
+    first_id, second_id = answer["ids"]
+    assert second_id == kept["items"][0]["id"]
+    first = client.get(f"/api/contexts/{first_id}").json()
+    assert (first["content"], first["type"], first["title"]) == (
+        "First line\nmore",
+        MCP_SAVE_DEFAULT_TYPE,
+        "First line",
+    )
+    assert client.get(f"/api/contexts/{second_id}").json()["type"] == "lesson"
 
 
 def test_ctx_import_refusals_are_tool_errors(fake: FakeContextQ, tenant: Tenant) -> None:

@@ -39,9 +39,9 @@ def test_an_output_schema_closes_each_declared_object_as_zod_output_does(
     open (unknown input keys are stripped, not refused); a free-form object stays open."""
     with SyncMcpClient(fake.mcp_server(key)) as mcp:
         tools = {t.name: t for t in mcp.list_tools()}
-    imported = tools["ctx_import"].output_schema
-    assert imported is not None and imported["additionalProperties"] is False
-    item = imported["properties"]["items"]["items"]
+    bulk = tools["ctx_bulk_update"].output_schema
+    assert bulk is not None and bulk["additionalProperties"] is False
+    item = bulk["properties"]["items"]["items"]
     assert item["additionalProperties"] is False
     assert "additionalProperties" not in item["properties"]["metadata"]
     assert "additionalProperties" not in tools["ctx_import"].input_schema
