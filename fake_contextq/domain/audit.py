@@ -11,8 +11,8 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from adapter.wire import canonical_json
 from fake_contextq import _msgs
+from fake_contextq.domain._fragments import canonical_text
 from fake_contextq.domain.errors import AuditChainError
 from fake_contextq.domain.records import AuditRow
 
@@ -25,11 +25,14 @@ AUDIT_HASHED_FIELDS: Final = (  # [assumed] the fields covered by a row's hash
     "entity_id",
     "at",
 )
+_HASHED_NAMES: Final = frozenset(AUDIT_HASHED_FIELDS)
 
 
 def audit_hash(prev_hash: str | None, fields: Mapping[str, Any]) -> str:
     """[assumed] ``sha256(prev_hash + canonical JSON of the other fields)``; null counts as ''."""
-    payload = (prev_hash or "") + canonical_json({k: fields[k] for k in AUDIT_HASHED_FIELDS})
+    if fields.keys() != _HASHED_NAMES:  # more fields given: only these are hashed
+        fields = {k: fields[k] for k in AUDIT_HASHED_FIELDS}
+    payload = (prev_hash or "") + canonical_text(fields)
     # surrogatepass: a lone surrogate (legal in JSON text) must not make a write fail late
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -95,16 +98,9 @@ def chain_row(
         "entity_id": entity_id,
         "at": at,
     }
+    hashed = audit_hash(prev_hash, fields)
     return AuditRow(
-        id=row_id,
-        tenant_id=tenant_id,
-        actor_key_prefix=actor_key_prefix,
-        action=action,
-        entity=entity,
-        entity_id=entity_id,
-        at=at,
-        prev_hash=prev_hash,
-        hash=audit_hash(prev_hash, fields),
+        row_id, tenant_id, actor_key_prefix, action, entity, entity_id, at, prev_hash, hashed
     )
 
 

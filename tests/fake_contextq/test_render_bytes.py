@@ -10,12 +10,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapter import wire
 from fake_contextq import FakeContextQ
-from fake_contextq.domain import render
+from fake_contextq.domain import _fragments, render
 from fake_contextq.domain.records import Context, Page
 
 AT = datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
@@ -71,6 +72,7 @@ def test_page_and_context_bytes_are_the_fresh_encoding(
         assert render.page_body(page) == fresh_bytes(render.page_json(page))
         for c in items:
             assert render.context_body(c) == fresh_bytes(render.context_json(c))
+            assert render.written_context_body(c) == fresh_bytes(render.context_json(c))
     assert render.json_body(render.page_json(page)) == fresh_bytes(render.page_json(page))
 
 
@@ -112,3 +114,23 @@ def test_a_record_is_kept_by_identity_not_equality() -> None:
     twin = replace(first)
     assert render.context_body(first) == render.context_body(twin)
     assert render.context_body(replace(first, title="other")) != render.context_body(first)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=JSON)
+def test_the_encoders_made_once_write_what_the_stdlib_writes(value: Any) -> None:
+    """``to_text`` and ``canonical_text`` build the stdlib's C encoder once; they write
+    what ``json.dumps`` writes with the same options, and refuse what it refuses."""
+    assert _fragments.to_text(value) == json.dumps(
+        value, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    )
+    assert _fragments.canonical_text(value) == wire.canonical_json(value)
+
+
+def test_the_encoders_made_once_refuse_as_the_stdlib_does() -> None:
+    with pytest.raises(ValueError, match="Out of range float"):
+        _fragments.to_text({"x": [float("nan")]})
+    with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
+        _fragments.to_text({"x": object()})
+    assert _fragments.canonical_text({"b": float("inf"), "a": 1}) == '{"a":1,"b":Infinity}'
+    assert _fragments.to_text("\u00e9") == '"\u00e9"'
