@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_to_bytes
 
 import anyio.from_thread
 import httpx2
@@ -28,16 +28,15 @@ __all__ = ["AsyncInProcessTransport", "InProcessTransport", "service_request"]
 
 
 def service_request(request: httpx2.Request, body: bytes) -> Request:
-    """The service's request of an httpx2 one (whose body has been read)."""
-    url = request.url
+    """The service's request of an httpx2 one (whose body has been read). Its path is
+    what httpx2's ``url.path`` gives, ``unquote`` of the raw path, which is ASCII: the
+    bytes its escapes name, read as UTF-8 with U+FFFD for what is not (``unquote`` of an
+    ASCII string, without its split into ASCII runs)."""
+    raw_path, _, query = request.url.raw_path.decode("latin-1").partition("?")
+    path = unquote_to_bytes(raw_path).decode("utf-8", "replace") if "%" in raw_path else raw_path
     headers = Request.header_map(request.headers.raw)
     return Request(
-        request.method,
-        url.path,
-        url.raw_path.split(b"?", 1)[0].decode("latin-1"),
-        url.query.decode("latin-1"),
-        headers,
-        ReceivedBody.whole(body, headers),
+        request.method, path, raw_path, query, headers, ReceivedBody.whole(body, headers)
     )
 
 

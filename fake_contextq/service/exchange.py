@@ -37,6 +37,8 @@ class ReceivedBody:
         """A body that arrived in one piece (in-process), judged as ``BodyReader`` judges a
         streamed one fed it in one chunk (without a reader: every in-process request
         comes here)."""
+        if not data and "content-type" not in headers and "content-length" not in headers:
+            return NO_BODY  # what the lines below make of it (a GET's, most often)
         media = media_type(headers)
         declared = declared_too_large(headers)
         if declared is not None:
@@ -65,6 +67,10 @@ class ReceivedBody:
                 _msgs.UNSUPPORTED_MEDIA_TYPE_MSG.format(content_type=self.media),
             )
         return body
+
+
+#: An empty body sent with no Content-Type or Content-Length.
+NO_BODY: ReceivedBody = ReceivedBody()
 
 
 class BodyReader:
@@ -140,10 +146,9 @@ class Request:
     def header_map(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
         """Headers as bytes pairs (ASGI, httpx2) to the map a request holds: names lower
         case, values read as latin-1 (as Starlette reads them), the first of a name kept."""
-        headers: dict[str, str] = {}
-        for name, value in raw:
-            headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
-        return headers
+        pairs = raw if isinstance(raw, list | tuple) else list(raw)
+        # built from the last pair back, so the first of a name is the one that stays
+        return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in reversed(pairs)}
 
 
 @dataclass(slots=True)

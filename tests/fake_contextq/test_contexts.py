@@ -176,10 +176,14 @@ def test_a_body_over_the_request_limit_is_a_413(client: httpx2.Client) -> None:
         (3, "\u00b2\u00b3"),  # isdigit() holds, int() refuses
     ],
 )
-def test_a_whole_body_is_judged_as_one_read_in_one_chunk(size: int, declared: str | None) -> None:
+@pytest.mark.parametrize("media", [None, "application/json; charset=utf-8"])
+def test_a_whole_body_is_judged_as_one_read_in_one_chunk(
+    size: int, declared: str | None, media: str | None
+) -> None:
     """The in-process transports judge a body they hold whole as the served app judges the
-    same body streamed in one chunk: the same refusal, the same bytes kept."""
-    headers = {"content-type": "application/json; charset=utf-8"}
+    same body streamed in one chunk: the same refusal, the same bytes kept (a GET's empty
+    body, sent with neither header, too)."""
+    headers = {} if media is None else {"content-type": media}
     if declared is not None:
         headers["content-length"] = declared
     data = b"a" * size
