@@ -243,20 +243,22 @@ class Exchange:
             return
         self._recorded = True
         request = self.request
+        query = request.query
+        # by position, in JournalEntry's order (a third quicker than by name, per request)
         self.service.journal.record(
             JournalEntry(
-                method=request.method,
-                path=request.path,
+                request.method,
+                request.path,
                 # a credential-named value (?token=, &api_key=) shown as ***, as anywhere
-                query=redact("?" + request.query)[1:] if request.query else request.query,
-                status=status,
-                tenant_id=tenant_id,
-                duration=time.perf_counter() - self.started,
-                fault=self.fault is not None,
-                number=self.number,
-                at=self.at,
-                request_body=asked[:BODY_KEPT],
-                response_body=answered[:BODY_KEPT],
-                body_cut=cut or len(asked) > BODY_KEPT or len(answered) > BODY_KEPT,
+                redact("?" + query)[1:] if query else query,
+                status,
+                tenant_id,
+                time.perf_counter() - self.started,
+                self.fault is not None,
+                self.number,
+                self.at,
+                asked[:BODY_KEPT],
+                answered[:BODY_KEPT],
+                cut or len(asked) > BODY_KEPT or len(answered) > BODY_KEPT,
             )
         )
