@@ -120,9 +120,7 @@ class AsyncInProcessTransport(httpx2.AsyncBaseTransport):
         service = self.target
         if not isinstance(service, ContextQService):
             return _response(request, await call_app(service, request, body))
-        answer = await self._answered(
-            service, service_request(request, body), _read_timeout(request), request
-        )
+        answer = await self._answered(service, service_request(request, body), request)
         return _response(request, answer)
 
     async def exchange(
@@ -145,26 +143,32 @@ class AsyncInProcessTransport(httpx2.AsyncBaseTransport):
         request = Request(
             method, unquote(raw_path), raw_path, query, headers, ReceivedBody.whole(body, headers)
         )
-        answer = await self._answered(service, request, timeout, None)
+        answer = await self._answered(service, request, None, timeout)
         return answer.status, b"" if method == "HEAD" else answer.body
 
     async def _answered(
         self,
         service: ContextQService,
         asked: Request,
-        timeout: float | None,
         request: httpx2.Request | None,
+        timeout: float | None = None,
     ) -> Answer:
-        """The service's answer to ``asked``, a fault's delay waited out within ``timeout``;
-        ``request`` is what the httpx2 errors name (None: a plain ``exchange``)."""
+        """The service's answer to ``asked``, a fault's delay waited out within the read
+        timeout of ``request`` (None: a plain ``exchange``, within ``timeout``), which the
+        httpx2 errors then name."""
         exchange = service.begin(asked)
         executor = self._executor
         in_place = service.in_place(
             exchange.request, threaded=executor is not None, reads_in_place=self._reads_in_place
         )
+        if in_place is not None and not exchange.delay:  # nothing to wait for: no timeout
+            try:
+                return exchange.finish(in_place)  # journaled, whatever it answers or raises
+            except ConnectionDropped:
+                raise _dropped(request) from None
+        if request is not None:
+            timeout = _read_timeout(request)
         try:
-            if in_place is not None and not exchange.delay:  # nothing to wait for: no timeout
-                return exchange.finish(in_place)
 
             async def answered() -> Answer:
                 if exchange.delay:
