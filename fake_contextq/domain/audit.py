@@ -14,7 +14,7 @@ from typing import Any, Final
 from fake_contextq import _msgs
 from fake_contextq.domain._fragments import canonical_text
 from fake_contextq.domain.errors import AuditChainError
-from fake_contextq.domain.records import AuditRow
+from fake_contextq.domain.records import AuditDraft, AuditRow
 
 AUDIT_HASHED_FIELDS: Final = (  # [assumed] the fields covered by a row's hash
     "id",
@@ -101,6 +101,20 @@ def chain_row(
     hashed = audit_hash(prev_hash, fields)
     return AuditRow(
         row_id, tenant_id, actor_key_prefix, action, entity, entity_id, at, prev_hash, hashed
+    )
+
+
+def chain_draft(prev_hash: str | None, row_id: int, draft: AuditDraft) -> AuditRow:
+    """``chain_row`` of a draft given the id ``row_id``."""
+    return chain_row(
+        prev_hash,
+        row_id=row_id,
+        tenant_id=draft.tenant_id,
+        actor_key_prefix=draft.actor_key_prefix,
+        action=draft.action,
+        entity=draft.entity,
+        entity_id=draft.entity_id,
+        at=draft.at,
     )
 
 

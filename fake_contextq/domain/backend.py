@@ -484,17 +484,10 @@ class ContextQBackend:
 
     def audit(self, p: r.Principal, action: str, entity: str, entity_id: str | None) -> None:
         """Append the chained audit row of one successful write (inside its transaction)."""
-        row = audit.chain_row(
-            self.store.last_audit_hash(),
-            row_id=self.store.next_id("activity_log"),
-            tenant_id=p.tenant_id,
-            actor_key_prefix=p.key_prefix,
-            action=action,
-            entity=entity,
-            entity_id=entity_id,
-            at=wire.timestamp(self.clock()),
+        at = wire.timestamp(self.clock())
+        self.store.chain_audit(
+            r.AuditDraft(p.tenant_id, p.key_prefix, action, entity, entity_id, at)
         )
-        self.store.append_audit(row)
 
 
 def _search_filter(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 _T = TypeVar("_T")
 
@@ -66,6 +66,18 @@ class Context:
     metadata: dict[str, Any]
     created_at: datetime
     updated_at: datetime
+
+
+class AuditDraft(NamedTuple):
+    """An audit row's own fields, before the store gives it an id and chains it after the
+    chain's head (``audit.chain_row``)."""
+
+    tenant_id: int
+    actor_key_prefix: str | None
+    action: str
+    entity: str
+    entity_id: str | None
+    at: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from fake_contextq.domain.records import (
     AgentSession,
     AgentTask,
     ApiKey,
+    AuditDraft,
     AuditRow,
     Checkpoint,
     Context,
@@ -76,6 +77,9 @@ class Store(Protocol):
 
     def last_audit_hash(self) -> str | None: ...
     def append_audit(self, row: AuditRow) -> None: ...
+    # the next audit row: its id drawn now, chained after the head (``audit.chain_draft``)
+    # now or, where nothing else can read the chain first, when it is next read
+    def chain_audit(self, draft: AuditDraft) -> None: ...
     def audit_rows(self) -> list[AuditRow]: ...
 
     def put_session(self, session: AgentSession) -> None: ...

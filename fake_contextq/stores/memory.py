@@ -9,10 +9,12 @@ from contextlib import AbstractContextManager
 from itertools import islice
 
 from adapter import wire
+from fake_contextq.domain.audit import chain_draft
 from fake_contextq.domain.records import (
     AgentSession,
     AgentTask,
     ApiKey,
+    AuditDraft,
     AuditRow,
     Checkpoint,
     Context,
@@ -101,6 +103,7 @@ class MemoryStore:
             self._keys: dict[int, ApiKey] = {}
             self._key_prefixes: dict[str, list[int]] = {}
             self._audit: list[AuditRow] = []
+            self._drafts: list[tuple[int, AuditDraft]] = []  # chained when next read
             self._checkpoints: dict[int, list[Checkpoint]] = {}
             self._tasks: dict[int, AgentTask] = {}  # every tenant's, by id
             self._task_keys: dict[tuple[int, str], int] = {}
@@ -239,13 +242,34 @@ class MemoryStore:
     # audit
 
     def last_audit_hash(self) -> str | None:
+        self._chain_drafts()
         return self._audit[-1].hash if self._audit else None
 
     def append_audit(self, row: AuditRow) -> None:
+        self._chain_drafts()
         self._audit.append(row)
 
+    def chain_audit(self, draft: AuditDraft) -> None:
+        """Draw the row's id now; hash it when the chain is next read. Nothing outside
+        this store reads the chain, and every read here chains the drafts first, in order,
+        so the rows are the ones hashing each at once would have made: a write no longer
+        pays for a hash nobody may ever read."""
+        self._drafts.append((self.next_id("activity_log"), draft))
+
     def audit_rows(self) -> list[AuditRow]:
+        self._chain_drafts()
         return list(self._audit)
+
+    def _chain_drafts(self) -> None:
+        if not self._drafts:
+            return
+        with self._lock:
+            head = self._audit[-1].hash if self._audit else None
+            for row_id, draft in self._drafts:
+                row = chain_draft(head, row_id, draft)
+                self._audit.append(row)
+                head = row.hash
+            self._drafts.clear()
 
     # agent layer
 

@@ -6,6 +6,8 @@ from itertools import pairwise
 
 import httpx2
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fake_contextq import AuditChainError, FakeContextQ, Tenant
 from fake_contextq.domain.audit import AuditAction, audit_hash
@@ -107,3 +109,33 @@ def test_verify_catches_a_removed_row(client: httpx2.Client, fake: FakeContextQ)
 
 def test_an_empty_log_verifies(fake: FakeContextQ) -> None:
     assert fake.verify_audit_chain() == 0
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=st.lists(st.sampled_from(["write", "read", "verify"]), min_size=1, max_size=12))
+def test_every_read_of_the_chain_sees_every_write_before_it_chained_in_order(
+    fake: FakeContextQ, key: str, steps: list[str]
+) -> None:
+    """However writes and reads of the chain interleave (the memory store chains a write's
+    row when the chain is next read), every read holds every write so far, in order, with
+    consecutive ids, each row hashed over the one before."""
+    fake.reset()
+    tenant = fake.create_tenant()
+    written = 0
+    with fake.client(fake.mint_key(tenant)) as client:
+        for step in steps:
+            if step == "write":
+                response = client.post("/api/contexts", json=context_body(content=f"n{written}"))
+                assert response.status_code == 201
+                written += 1
+                continue
+            rows = fake.audit_log()
+            assert len(rows) == written
+            ids = [r.id for r in rows]
+            assert ids == list(range(ids[0], ids[0] + written)) if rows else ids == []
+            assert all(b.prev_hash == a.hash for a, b in pairwise(rows))
+            if step == "verify":
+                assert fake.verify_audit_chain() == written
+    assert fake.verify_audit_chain() == written

@@ -118,6 +118,7 @@ def fresh_store(pool: StorePool, kind: str) -> Store | None:
 def tamper_audit(store: Store, row_id: int, **changes: Any) -> None:
     """Rewrite one stored audit row behind the model's back."""
     if isinstance(store, MemoryStore):
+        store.audit_rows()  # the rows chained so far
         rows = store._audit  # white-box on purpose
         index = next(i for i, row in enumerate(rows) if row.id == row_id)
         rows[index] = replace(rows[index], **changes)
@@ -132,6 +133,7 @@ def tamper_audit(store: Store, row_id: int, **changes: Any) -> None:
 def delete_audit(store: Store, row_id: int) -> None:
     """Remove one stored audit row behind the model's back."""
     if isinstance(store, MemoryStore):
+        store.audit_rows()  # the rows chained so far
         rows = store._audit
         rows[:] = [row for row in rows if row.id != row_id]
     elif isinstance(store, SqlStore):

@@ -19,11 +19,13 @@ from sqlalchemy.engine import Connection, Engine
 
 from adapter import wire
 from fake_contextq import _msgs
+from fake_contextq.domain.audit import chain_draft
 from fake_contextq.domain.errors import ApiError
 from fake_contextq.domain.records import (
     AgentSession,
     AgentTask,
     ApiKey,
+    AuditDraft,
     AuditRow,
     Checkpoint,
     Context,
@@ -482,6 +484,11 @@ class SqlStore:
 
     def append_audit(self, row: AuditRow) -> None:
         self._insert(s.activity_logs, q.AUDIT.values(row))
+
+    def chain_audit(self, draft: AuditDraft) -> None:
+        # the head first, then the id: the order Postgres reads both ahead in (_drew)
+        head = self.last_audit_hash()
+        self.append_audit(chain_draft(head, self.next_id("activity_log"), draft))
 
     def audit_rows(self) -> list[AuditRow]:
         return [q.AUDIT.record(row) for row in self._rows(s.activity_logs)]
