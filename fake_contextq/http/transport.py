@@ -120,7 +120,9 @@ class AsyncInProcessTransport(httpx2.AsyncBaseTransport):
         service = self.target
         if not isinstance(service, ContextQService):
             return _response(request, await call_app(service, request, body))
-        answer = await self._answered(service, service_request(request, body), request)
+        exchange, in_place, answer = self._begun(service, service_request(request, body), request)
+        if answer is None:
+            answer = await self._waited(service, exchange, in_place, request, None)
         return _response(request, answer)
 
     async def exchange(
@@ -143,29 +145,39 @@ class AsyncInProcessTransport(httpx2.AsyncBaseTransport):
         request = Request(
             method, unquote(raw_path), raw_path, query, headers, ReceivedBody.whole(body, headers)
         )
-        answer = await self._answered(service, request, None, timeout)
+        exchange, in_place, answer = self._begun(service, request, None)
+        if answer is None:
+            answer = await self._waited(service, exchange, in_place, None, timeout)
         return answer.status, b"" if method == "HEAD" else answer.body
 
-    async def _answered(
-        self,
-        service: ContextQService,
-        asked: Request,
-        request: httpx2.Request | None,
-        timeout: float | None = None,
-    ) -> Answer:
-        """The service's answer to ``asked``, a fault's delay waited out within the read
-        timeout of ``request`` (None: a plain ``exchange``, within ``timeout``), which the
-        httpx2 errors then name."""
+    def _begun(
+        self, service: ContextQService, asked: Request, request: httpx2.Request | None
+    ) -> tuple[Exchange, Callable[[Request], Answer] | None, Answer | None]:
+        """The exchange of ``asked``, how it is answered in place (None: on the store's
+        threads), and its answer when nothing need be waited for: no coroutine for most
+        requests. ``request`` is what the httpx2 errors name (None: a plain ``exchange``)."""
         exchange = service.begin(asked)
         executor = self._executor
         in_place = service.in_place(
             exchange.request, threaded=executor is not None, reads_in_place=self._reads_in_place
         )
-        if in_place is not None and not exchange.delay:  # nothing to wait for: no timeout
-            try:
-                return exchange.finish(in_place)  # journaled, whatever it answers or raises
-            except ConnectionDropped:
-                raise _dropped(request) from None
+        if in_place is None or exchange.delay:
+            return exchange, in_place, None
+        try:
+            return exchange, in_place, exchange.finish(in_place)  # journaled, whatever it does
+        except ConnectionDropped:
+            raise _dropped(request) from None
+
+    async def _waited(
+        self,
+        service: ContextQService,
+        exchange: Exchange,
+        in_place: Callable[[Request], Answer] | None,
+        request: httpx2.Request | None,
+        timeout: float | None,
+    ) -> Answer:
+        """The answer of an exchange that waits (a fault's delay, the store's threads),
+        within the read timeout of ``request`` (None: a plain ``exchange``, ``timeout``)."""
         if request is not None:
             timeout = _read_timeout(request)
         try:
@@ -176,7 +188,7 @@ class AsyncInProcessTransport(httpx2.AsyncBaseTransport):
                 if in_place is not None:
                     return exchange.finish(in_place)
                 loop = asyncio.get_running_loop()
-                return await loop.run_in_executor(executor, exchange.finish, service.answer)
+                return await loop.run_in_executor(self._executor, exchange.finish, service.answer)
 
             try:
                 answer: Answer = await _within(timeout, answered)
