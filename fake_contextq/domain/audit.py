@@ -30,8 +30,8 @@ _HASHED_NAMES: Final = frozenset(AUDIT_HASHED_FIELDS)
 
 def audit_hash(prev_hash: str | None, fields: Mapping[str, Any]) -> str:
     """[assumed] ``sha256(prev_hash + canonical JSON of the other fields)``; null counts as ''."""
-    if fields.keys() != _HASHED_NAMES:  # more fields given: only these are hashed
-        fields = {k: fields[k] for k in AUDIT_HASHED_FIELDS}
+    if type(fields) is not dict or fields.keys() != _HASHED_NAMES:  # encoded as a dict
+        fields = {k: fields[k] for k in AUDIT_HASHED_FIELDS}  # of these fields only
     payload = (prev_hash or "") + canonical_text(fields)
     # surrogatepass: a lone surrogate (legal in JSON text) must not make a write fail late
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()

@@ -178,9 +178,9 @@ class AsyncInProcessTransport(httpx2.AsyncBaseTransport):
     ) -> Answer:
         """The answer of an exchange that waits (a fault's delay, the store's threads),
         within the read timeout of ``request`` (None: a plain ``exchange``, ``timeout``)."""
-        if request is not None:
-            timeout = _read_timeout(request)
         try:
+            if request is not None:
+                timeout = _read_timeout(request)
 
             async def answered() -> Answer:
                 if exchange.delay:

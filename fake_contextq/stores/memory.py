@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from itertools import islice
@@ -103,7 +104,7 @@ class MemoryStore:
             self._keys: dict[int, ApiKey] = {}
             self._key_prefixes: dict[str, list[int]] = {}
             self._audit: list[AuditRow] = []
-            self._drafts: list[tuple[int, AuditDraft]] = []  # chained when next read
+            self._drafts: deque[tuple[int, AuditDraft]] = deque()  # chained when next read
             self._checkpoints: dict[int, list[Checkpoint]] = {}
             self._tasks: dict[int, AgentTask] = {}  # every tenant's, by id
             self._task_keys: dict[tuple[int, str], int] = {}
@@ -264,12 +265,11 @@ class MemoryStore:
         if not self._drafts:
             return
         with self._lock:
-            head = self._audit[-1].hash if self._audit else None
-            for row_id, draft in self._drafts:
-                row = chain_draft(head, row_id, draft)
-                self._audit.append(row)
-                head = row.hash
-            self._drafts.clear()
+            drafts, rows = self._drafts, self._audit
+            while drafts:  # one at a time: a draft is gone once its row is in the chain
+                row_id, draft = drafts[0]
+                rows.append(chain_draft(rows[-1].hash if rows else None, row_id, draft))
+                drafts.popleft()
 
     # agent layer
 

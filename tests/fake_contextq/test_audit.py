@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from itertools import pairwise
+from types import MappingProxyType
 
 import httpx2
 import pytest
@@ -139,3 +140,20 @@ def test_every_read_of_the_chain_sees_every_write_before_it_chained_in_order(
             if step == "verify":
                 assert fake.verify_audit_chain() == written
     assert fake.verify_audit_chain() == written
+
+
+def test_a_row_hashes_the_same_from_any_mapping_of_its_fields() -> None:
+    fields = {
+        "id": 1,
+        "tenant_id": 1,
+        "actor_key_prefix": "sk_live_abcd",
+        "action": "context.create",
+        "entity": "context",
+        "entity_id": None,
+        "at": "2026-01-01T00:00:00.000Z",
+    }
+    expected = audit_hash(None, fields)
+    assert audit_hash(None, MappingProxyType(fields)) == expected
+    assert audit_hash(None, {**fields, "prev_hash": "ignored"}) == expected
+    with pytest.raises(KeyError):
+        audit_hash(None, {k: v for k, v in fields.items() if k != "at"})

@@ -4,12 +4,15 @@ headers as a served request's (names lower case, latin-1 values, the first of a 
 
 from __future__ import annotations
 
+import asyncio
 from urllib.parse import quote
 
 import httpx2
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fake_contextq import FakeContextQ
 from fake_contextq.http.transport import service_request
 from fake_contextq.service import Request
 
@@ -62,3 +65,23 @@ def test_headers_are_read_as_a_served_request_reads_them() -> None:
     assert got.headers["content-type"] == "application/json"
     assert got.headers == Request.header_map(request.headers.raw)
     assert set(got.headers) == {"x-twice", "x-latin", "content-type", "content-length", "host"}
+
+
+def test_a_waiting_request_that_fails_before_it_waits_is_journaled() -> None:
+    """An exchange that has taken its fault is journaled however it ends: here a request
+    whose read timeout cannot be read (httpx2 always sets one; a hand-made request may
+    not) fails before waiting out its fault's delay, and still leaves its entry."""
+    fake = FakeContextQ()
+    key = fake.mint_key(fake.create_tenant())
+    fake.faults.inject("GET", "/api/contexts", delay=0.01)
+    request = httpx2.Request(
+        "GET",
+        "http://contextq.test/api/contexts",
+        headers={"authorization": f"Bearer {key}"},
+        extensions={"timeout": None},
+    )
+    with pytest.raises(AttributeError):
+        asyncio.run(fake.async_transport().handle_async_request(request))
+    (entry,) = list(fake.journal)
+    assert (entry.number, entry.path, entry.fault, entry.status) == (1, "/api/contexts", True, None)
+    fake.close()
