@@ -77,18 +77,10 @@ class PkmAction:
     INGEST_FAILED: Final = "ingest.failed"
 
 
-def chain_row(
-    prev_hash: str | None,
-    *,
-    row_id: int,
-    tenant_id: int,
-    actor_key_prefix: str | None,
-    action: str,
-    entity: str,
-    entity_id: str | None,
-    at: str,
-) -> AuditRow:
-    """The next row after the one hashed ``prev_hash``, hashed over its fields and it."""
+def chain_row(prev_hash: str | None, row_id: int, draft: AuditDraft) -> AuditRow:
+    """The row of ``draft`` with the id ``row_id``, next after the one hashed
+    ``prev_hash``: hashed over its fields and that hash."""
+    tenant_id, actor_key_prefix, action, entity, entity_id, at = draft
     fields = {
         "id": row_id,
         "tenant_id": tenant_id,
@@ -99,23 +91,7 @@ def chain_row(
         "at": at,
     }
     hashed = audit_hash(prev_hash, fields)
-    return AuditRow(
-        row_id, tenant_id, actor_key_prefix, action, entity, entity_id, at, prev_hash, hashed
-    )
-
-
-def chain_draft(prev_hash: str | None, row_id: int, draft: AuditDraft) -> AuditRow:
-    """``chain_row`` of a draft given the id ``row_id``."""
-    return chain_row(
-        prev_hash,
-        row_id=row_id,
-        tenant_id=draft.tenant_id,
-        actor_key_prefix=draft.actor_key_prefix,
-        action=draft.action,
-        entity=draft.entity,
-        entity_id=draft.entity_id,
-        at=draft.at,
-    )
+    return AuditRow(row_id, *draft, prev_hash, hashed)
 
 
 def verify_chain(rows: Iterable[AuditRow]) -> int:

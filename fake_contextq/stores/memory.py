@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 from itertools import islice
 
 from adapter import wire
-from fake_contextq.domain.audit import chain_draft
+from fake_contextq.domain.audit import chain_row
 from fake_contextq.domain.records import (
     AgentSession,
     AgentTask,
@@ -243,11 +243,11 @@ class MemoryStore:
     # audit
 
     def last_audit_hash(self) -> str | None:
-        self._chain_drafts()
+        self._chain_rows()
         return self._audit[-1].hash if self._audit else None
 
     def append_audit(self, row: AuditRow) -> None:
-        self._chain_drafts()
+        self._chain_rows()
         self._audit.append(row)
 
     def chain_audit(self, draft: AuditDraft) -> None:
@@ -258,17 +258,17 @@ class MemoryStore:
         self._drafts.append((self.next_id("activity_log"), draft))
 
     def audit_rows(self) -> list[AuditRow]:
-        self._chain_drafts()
+        self._chain_rows()
         return list(self._audit)
 
-    def _chain_drafts(self) -> None:
+    def _chain_rows(self) -> None:
         if not self._drafts:
             return
         with self._lock:
             drafts, rows = self._drafts, self._audit
             while drafts:  # one at a time: a draft is gone once its row is in the chain
                 row_id, draft = drafts[0]
-                rows.append(chain_draft(rows[-1].hash if rows else None, row_id, draft))
+                rows.append(chain_row(rows[-1].hash if rows else None, row_id, draft))
                 drafts.popleft()
 
     # agent layer

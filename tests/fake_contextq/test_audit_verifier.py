@@ -10,7 +10,7 @@ import pytest
 
 from fake_contextq import AuditChainError, FakeContextQ
 from fake_contextq.domain.audit import audit_hash, chain_row, verify_chain
-from fake_contextq.domain.records import AuditRow
+from fake_contextq.domain.records import AuditDraft, AuditRow
 from tests.support.helpers import context_body
 from tests.support.stores import tamper_audit
 
@@ -21,14 +21,7 @@ AT = "2025-01-01T00:00:00Z"
 
 def row(prev_hash: str | None, row_id: int, action: str = "context.create") -> AuditRow:
     return chain_row(
-        prev_hash,
-        row_id=row_id,
-        tenant_id=1,
-        actor_key_prefix="sk_live_abcd",
-        action=action,
-        entity="context",
-        entity_id=str(row_id),
-        at=AT,
+        prev_hash, row_id, AuditDraft(1, "sk_live_abcd", action, "context", str(row_id), AT)
     )
 
 

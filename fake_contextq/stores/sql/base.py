@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from adapter import wire
 from fake_contextq import _msgs
-from fake_contextq.domain.audit import chain_draft
+from fake_contextq.domain.audit import chain_row
 from fake_contextq.domain.errors import ApiError
 from fake_contextq.domain.records import (
     AgentSession,
@@ -488,7 +488,7 @@ class SqlStore:
     def chain_audit(self, draft: AuditDraft) -> None:
         # the head first, then the id: the order Postgres reads both ahead in (_drew)
         head = self.last_audit_hash()
-        self.append_audit(chain_draft(head, self.next_id("activity_log"), draft))
+        self.append_audit(chain_row(head, self.next_id("activity_log"), draft))
 
     def audit_rows(self) -> list[AuditRow]:
         return [q.AUDIT.record(row) for row in self._rows(s.activity_logs)]
