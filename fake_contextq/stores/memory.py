@@ -243,11 +243,11 @@ class MemoryStore:
     # audit
 
     def last_audit_hash(self) -> str | None:
-        self._chain_rows()
+        self._chain_drafts()
         return self._audit[-1].hash if self._audit else None
 
     def append_audit(self, row: AuditRow) -> None:
-        self._chain_rows()
+        self._chain_drafts()
         self._audit.append(row)
 
     def chain_audit(self, draft: AuditDraft) -> None:
@@ -258,10 +258,10 @@ class MemoryStore:
         self._drafts.append((self.next_id("activity_log"), draft))
 
     def audit_rows(self) -> list[AuditRow]:
-        self._chain_rows()
+        self._chain_drafts()
         return list(self._audit)
 
-    def _chain_rows(self) -> None:
+    def _chain_drafts(self) -> None:
         if not self._drafts:
             return
         with self._lock:
