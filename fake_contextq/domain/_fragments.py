@@ -16,8 +16,6 @@ T = TypeVar("T")
 
 #: The answers' encoding: compact, UTF-8 kept as is, no NaN or Infinity.
 ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-#: The audit chain's: keys sorted, NaN as the stdlib writes it (``wire.canonical_json``).
-CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _made_once(encoder: json.JSONEncoder) -> Callable[[Any], str]:
@@ -48,7 +46,6 @@ def _made_once(encoder: json.JSONEncoder) -> Callable[[Any], str]:
 
 
 to_text: Callable[[Any], str] = _made_once(ENCODER)
-canonical_text: Callable[[Any], str] = _made_once(CANONICAL)
 
 
 class Fragments(Generic[T]):

@@ -11,8 +11,8 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from adapter.wire import canonical_json
 from fake_contextq import _msgs
-from fake_contextq.domain._fragments import canonical_text
 from fake_contextq.domain.errors import AuditChainError
 from fake_contextq.domain.records import AuditDraft, AuditRow
 
@@ -25,14 +25,11 @@ AUDIT_HASHED_FIELDS: Final = (  # [assumed] the fields covered by a row's hash
     "entity_id",
     "at",
 )
-_HASHED_NAMES: Final = frozenset(AUDIT_HASHED_FIELDS)
 
 
 def audit_hash(prev_hash: str | None, fields: Mapping[str, Any]) -> str:
     """[assumed] ``sha256(prev_hash + canonical JSON of the other fields)``; null counts as ''."""
-    if type(fields) is not dict or fields.keys() != _HASHED_NAMES:  # encoded as a dict
-        fields = {k: fields[k] for k in AUDIT_HASHED_FIELDS}  # of these fields only
-    payload = (prev_hash or "") + canonical_text(fields)
+    payload = (prev_hash or "") + canonical_json({k: fields[k] for k in AUDIT_HASHED_FIELDS})
     # surrogatepass: a lone surrogate (legal in JSON text) must not make a write fail late
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -79,19 +76,11 @@ class PkmAction:
 
 def chain_row(prev_hash: str | None, row_id: int, draft: AuditDraft) -> AuditRow:
     """The row of ``draft`` with the id ``row_id``, next after the one hashed
-    ``prev_hash``: hashed over its fields and that hash."""
-    tenant_id, actor_key_prefix, action, entity, entity_id, at = draft
-    fields = {
-        "id": row_id,
-        "tenant_id": tenant_id,
-        "actor_key_prefix": actor_key_prefix,
-        "action": action,
-        "entity": entity,
-        "entity_id": entity_id,
-        "at": at,
-    }
-    hashed = audit_hash(prev_hash, fields)
-    return AuditRow(row_id, *draft, prev_hash, hashed)
+    ``prev_hash``: hashed over its fields and that hash. A row's fields, a draft's after its
+    id, are in ``AUDIT_HASHED_FIELDS``' order."""
+    values = (row_id, *draft)
+    hashed = audit_hash(prev_hash, dict(zip(AUDIT_HASHED_FIELDS, values, strict=True)))
+    return AuditRow(*values, prev_hash, hashed)
 
 
 def verify_chain(rows: Iterable[AuditRow]) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from itertools import pairwise
 from types import MappingProxyType
 
@@ -11,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fake_contextq import AuditChainError, FakeContextQ, Tenant
-from fake_contextq.domain.audit import AuditAction, audit_hash
+from fake_contextq.domain.audit import AUDIT_HASHED_FIELDS, AuditAction, audit_hash
+from fake_contextq.domain.records import AuditDraft, AuditRow
 from tests.support.helpers import context_body
 from tests.support.stores import delete_audit, tamper_audit
 
@@ -157,3 +159,11 @@ def test_a_row_hashes_the_same_from_any_mapping_of_its_fields() -> None:
     assert audit_hash(None, {**fields, "prev_hash": "ignored"}) == expected
     with pytest.raises(KeyError):
         audit_hash(None, {k: v for k, v in fields.items() if k != "at"})
+
+
+def test_a_draft_holds_a_row_s_hashed_fields_after_its_id_in_order() -> None:
+    """``chain_row`` pairs a draft's values with ``AUDIT_HASHED_FIELDS`` by position."""
+    assert (*AuditDraft._fields,) == AUDIT_HASHED_FIELDS[1:]
+    assert tuple(f.name for f in fields(AuditRow))[: len(AUDIT_HASHED_FIELDS)] == (
+        AUDIT_HASHED_FIELDS
+    )
