@@ -227,8 +227,8 @@ class FakeContextQ:
         return detached(self.backend.contexts(_tenant_id(tenant)))
 
     def context_json(self, tenant: TenantRef) -> list[dict[str, Any]]:
-        """The tenant's contexts as the API would render them."""
-        return [render.context_json(c) for c in self.backend.contexts(_tenant_id(tenant))]
+        """The tenant's contexts as the API would render them: copies, as ``contexts``."""
+        return detached([render.context_json(c) for c in self.backend.contexts(_tenant_id(tenant))])
 
     def workspaces(self, tenant: TenantRef) -> list[Workspace]:
         return self.backend.workspaces(_tenant_id(tenant))

@@ -37,6 +37,9 @@ def test_a_context_changed_by_a_test_stays_as_stored(
     handed = fake.contexts(tenant)[0]
     handed.metadata["source"] = "changed"
     handed.metadata["nested"]["tags"].append("c")
+    rendered = fake.context_json(tenant)[0]
+    rendered["metadata"]["source"] = "changed too"
+    rendered["metadata"]["nested"]["tags"].append("d")
 
     assert fake.contexts(tenant)[0].metadata == METADATA
     assert fake.context_json(tenant)[0]["metadata"] == METADATA
